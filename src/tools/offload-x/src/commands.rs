@@ -1,0 +1,221 @@
+//! The verbs of `x.py`.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+
+use crate::cache::{Cache, stage0_toolchain};
+use crate::materialize::{self, Drift};
+use crate::pins::{GPU_TARGETS, HOST, STAGE0_TOOLCHAIN};
+use crate::sysroot::Enter;
+use crate::ui::{Failure, Result, Timer, fail, say};
+use crate::{fetch, sysroot, upstream};
+
+/// Disk space a cold setup needs (sysroot 2 GB, tree 2 GB, build ~20 GB), in KiB.
+const COLD_DISK_KIB: u64 = 30 * 1024 * 1024;
+/// Disk space any run wants free, in KiB.
+const WARM_DISK_KIB: u64 = 3 * 1024 * 1024;
+
+/// `[CHECK]`: stage 0 and disk space.
+pub fn check_machine(cache: &Cache) -> Result<()> {
+    let stage0 = stage0_toolchain();
+    if !stage0.join("bin/rustc").exists() || !stage0.join("bin/cargo").exists() {
+        return fail(
+            "CHECK",
+            format!(
+                "the rustup toolchain {STAGE0_TOOLCHAIN} (stage 0) is missing at {}; install it \
+                 with `rustup toolchain install 1.95.0` and rerun",
+                stage0.display()
+            ),
+        );
+    }
+    fs::create_dir_all(&cache.root).map_err(|e| Failure {
+        step: "CHECK",
+        message: format!("cannot create the cache {}: {e}; set OFFLOAD_FORK_CACHE to a writable folder", cache.root.display()),
+    })?;
+    let need = if cache.build().join(HOST).join("stage1/bin/rustc").exists() {
+        WARM_DISK_KIB
+    } else {
+        COLD_DISK_KIB
+    };
+    let out = Command::new("df").arg("-Pk").arg(&cache.root).output();
+    if let Ok(out) = out {
+        let text = String::from_utf8_lossy(&out.stdout);
+        if let Some(avail) = text.lines().nth(1).and_then(|l| l.split_whitespace().nth(3)).and_then(|v| v.parse::<u64>().ok()) {
+            if avail < need {
+                return fail(
+                    "CHECK",
+                    format!(
+                        "only {} MiB free at {}, {} MiB needed; free disk space (or point \
+                         OFFLOAD_FORK_CACHE elsewhere) and rerun",
+                        avail / 1024,
+                        cache.root.display(),
+                        need / 1024
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The bootstrap configuration: `config.example.toml` with its placeholders filled in.
+pub fn bootstrap_toml(project: &Path, cache: &Cache) -> Result<Vec<u8>> {
+    let template = fs::read_to_string(project.join("config.example.toml")).map_err(|e| Failure {
+        step: "PATCH",
+        message: format!("cannot read {}: {e}", project.join("config.example.toml").display()),
+    })?;
+    Ok(template
+        .replace("@CACHE@", &cache.root.to_string_lossy())
+        .replace("@STAGE0@", &stage0_toolchain().to_string_lossy())
+        .into_bytes())
+}
+
+/// Everything up to a tree that bootstrap can build: check, download, sysroot, extract,
+/// materialize.
+pub fn prepare(project: &Path, cache: &Cache) -> Result<()> {
+    check_machine(cache)?;
+    fetch::ensure_sources(&cache.downloads())?;
+    sysroot::ensure(cache)?;
+    upstream::ensure(cache)?;
+    let config = bootstrap_toml(project, cache)?;
+    let report = materialize::materialize(project, cache, &[("bootstrap.toml", config)])?;
+    if report.written.is_empty() && report.removed.is_empty() {
+        say("PATCH", "tree up to date");
+    } else {
+        for rel in &report.written {
+            say("PATCH", format!("wrote {rel}"));
+        }
+        for rel in &report.removed {
+            say("PATCH", format!("removed {rel}"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs upstream's `x.py` in the tree, inside the sysroot.
+pub fn bootstrap(cache: &Cache, step: &'static str, args: &[&str]) -> Result<()> {
+    let enter = Enter::new(cache, &cache.tree(), "python3").arg("x.py").args(args.iter().copied());
+    let status = enter
+        .command(cache)?
+        .status()
+        .map_err(|e| Failure { step, message: format!("cannot start unshare: {e}") })?;
+    if !status.success() {
+        return fail(step, format!("`x.py {}` failed ({status}); its output is above", args.join(" ")));
+    }
+    Ok(())
+}
+
+/// `[BUILD]`: stage-1 compiler, host std, `core` for the GPU targets.
+pub fn build(project: &Path, cache: &Cache) -> Result<()> {
+    prepare(project, cache)?;
+    let timer = Timer::start("BUILD", "stage-1 compiler and host std (cold: about 20 minutes)");
+    bootstrap(cache, "BUILD", &["build", "--stage", "1", "library"])?;
+    timer.done();
+    let timer = Timer::start("BUILD", format!("core for {}", GPU_TARGETS.join(", ")));
+    let targets = GPU_TARGETS.join(",");
+    bootstrap(cache, "BUILD", &["build", "--stage", "1", "library/core", "library/alloc", "--target", &targets])?;
+    timer.done();
+    Ok(())
+}
+
+/// Upstream test suites that `x.py test` runs by default, beside our own `tests/`.
+pub const UPSTREAM_SUITES: &[&str] = &["tests/codegen-llvm/gpu_offload"];
+
+/// `[TEST]`: the harness's own tests, then compiletest suites at stage 1. `paths` (upstream
+/// test paths) replace the default suites.
+pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
+    if paths.is_empty() {
+        let timer = Timer::start("TEST", "harness tests (cargo test)");
+        let cargo = stage0_toolchain().join("bin/cargo");
+        let status = Command::new(&cargo)
+            .args(["test", "--quiet", "--manifest-path"])
+            .arg(project.join("Cargo.toml"))
+            .env("CARGO_TARGET_DIR", cache.root.join("tools-target"))
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .status()
+            .map_err(|e| Failure { step: "TEST", message: format!("cannot run {}: {e}", cargo.display()) })?;
+        if !status.success() {
+            return fail("TEST", "harness tests failed; their output is above");
+        }
+        timer.done();
+    }
+    build(project, cache)?;
+    let mut suites: Vec<String> = paths.to_vec();
+    if suites.is_empty() {
+        suites.extend(UPSTREAM_SUITES.iter().map(|s| s.to_string()));
+        suites.extend(our_suites(project));
+    }
+    let timer = Timer::start("TEST", format!("compiletest at stage 1: {}", suites.join(" ")));
+    let mut args = vec!["test", "--stage", "1"];
+    args.extend(suites.iter().map(String::as_str));
+    bootstrap(cache, "TEST", &args)?;
+    timer.done();
+    Ok(())
+}
+
+/// Our compiletest suites: the folders two levels under the project's `tests/` that hold
+/// tests (`tests/<mode>/<folder>`).
+pub fn our_suites(project: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(modes) = fs::read_dir(project.join("tests")) else { return out };
+    for mode in modes.flatten() {
+        let Ok(folders) = fs::read_dir(mode.path()) else { continue };
+        for folder in folders.flatten() {
+            if folder.path().is_dir() {
+                out.push(format!(
+                    "tests/{}/{}",
+                    mode.file_name().to_string_lossy(),
+                    folder.file_name().to_string_lossy()
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Runs `program args` in the caller's directory inside the sysroot, with the stage-1
+/// toolchain first on PATH. Returns the program's exit status.
+pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<ExitStatus> {
+    let rustc = cache.stage1_rustc();
+    if !rustc.exists() {
+        return fail("RUN", format!("{} does not exist: run `./x.py build` first", rustc.display()));
+    }
+    let cwd = std::env::current_dir().map_err(|e| Failure { step: "RUN", message: format!("no current directory: {e}") })?;
+    let mut enter = Enter::new(cache, &cwd, program).args(args);
+    let path = format!(
+        "{}:/usr/lib/llvm-22/bin:/usr/local/bin:/usr/bin:/bin",
+        cache.stage1().join("bin").display()
+    );
+    enter = enter.env("PATH", path).env("RUSTC", &rustc);
+    if program == "cargo" {
+        enter.program = stage0_toolchain().join("bin/cargo").into();
+        // cargo 1.95.0 is a stable build: `-Zbuild-std` and friends need this.
+        if std::env::var_os("RUSTC_BOOTSTRAP").is_none() {
+            enter = enter.env("RUSTC_BOOTSTRAP", "1");
+        }
+    } else if program == "rustc" {
+        enter.program = rustc.into();
+    }
+    enter
+        .command(cache)?
+        .status()
+        .map_err(|e| Failure { step: "RUN", message: format!("cannot start unshare: {e}") })
+}
+
+/// `export` (write) and `check` (compare only).
+pub fn export(project: &Path, cache: &Cache, write: bool, new_patch: Option<&str>) -> Result<Vec<Drift>> {
+    if !upstream::is_ready(cache) {
+        return fail("PATCH", format!("no materialized tree at {}: run `./x.py build`", cache.tree().display()));
+    }
+    materialize::export(project, cache, write, new_patch)
+}
+
+/// The project root: the folder that holds `x.py` (given by `x.py` in `$OFFLOAD_FORK_PROJECT`).
+pub fn project_root() -> PathBuf {
+    std::env::var_os("OFFLOAD_FORK_PROJECT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::current_dir().unwrap_or_default())
+}

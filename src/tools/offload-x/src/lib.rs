@@ -1,0 +1,28 @@
+//! Build harness of the offload fork.
+//!
+//! The fork's repository holds only what we write: new compiler files at their upstream paths
+//! (`compiler/`, `library/`, `tests/`), patches against upstream files (`src/patches/`), tools
+//! and docs. This crate turns that plus the pinned upstream source into a stage-1 toolchain:
+//!
+//! 1. `[CHECK]` the machine: the rustup 1.95.0 toolchain (stage 0) and free disk;
+//! 2. `[DOWNLOAD]` Debian's `rustc` 1.95.0+dfsg1-2 source tarballs from the mirror named in the
+//!    machine's apt configuration, checked against pinned sha256 sums ([`pins`]);
+//! 3. `[SYSROOT]` a Debian trixie root with LLVM 22 made by `debootstrap` ([`sysroot`]);
+//! 4. `[EXTRACT]` the source with Debian's patch series and `debian/rules`' preparation applied,
+//!    recorded as the base commit of a git repository kept outside the tree ([`upstream`]);
+//! 5. `[PATCH]` our patches and new files, written only where the result differs from what is
+//!    on disk, so an unchanged project rebuilds nothing ([`materialize`]);
+//! 6. `[BUILD]`, `[TEST]`, `[RUN]`: upstream's bootstrap inside the sysroot ([`commands`]).
+//!
+//! Every step that takes long is skipped when its stamp in the cache says it is complete; a
+//! step interrupted half-way leaves its work in a `*.tmp` path that the next run discards.
+
+pub mod cache;
+pub mod commands;
+pub mod fetch;
+pub mod job;
+pub mod materialize;
+pub mod pins;
+pub mod sysroot;
+pub mod ui;
+pub mod upstream;

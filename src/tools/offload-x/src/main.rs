@@ -1,0 +1,108 @@
+//! `x.py`'s logic: see `x.py --help` and README.md.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use offload_x::cache::Cache;
+use offload_x::commands;
+use offload_x::materialize::Drift;
+use offload_x::ui::Result;
+
+const HELP: &str = "\
+usage: ./x.py <verb> [args]
+
+Builds and tests the offload fork of rustc: Debian's rustc 1.95.0+dfsg1-2 source plus our
+patches (src/patches/) and new files (compiler/, library/, tests/), in a Debian trixie sysroot
+with LLVM 22. Everything expensive lives in the build cache: $OFFLOAD_FORK_CACHE, default
+~/.cache/offload-fork.
+
+verbs:
+  job              the main job (default): build what is missing, then compile the bundled
+                   offload example (src/offload-example) through the device and host passes
+                   and report the device image
+  build            stage-1 compiler, host std, and core for amdgcn-amd-amdhsa and
+                   nvptx64-nvidia-cuda in its sysroot
+  test [PATH...]   harness tests, then at stage 1 tests/codegen-llvm/gpu_offload and our
+                   suites under tests/; PATHs (upstream test paths) run those instead
+  rustc ARGS...    the stage-1 rustc, in the current directory, inside the sysroot
+  cargo ARGS...    cargo 1.95.0 with the stage-1 rustc (RUSTC_BOOTSTRAP=1, so -Zbuild-std
+                   works), in the current directory, inside the sysroot
+  export [--patch NAME]
+                   copy edits made in the materialized tree (cache/tree) back into the project:
+                   patches regenerated, new files copied; changes to upstream files that no
+                   patch owns go to src/patches/NAME.patch
+  check            exit 1 if the materialized tree and the project disagree
+  prepare          download, sysroot, extract and materialize only
+  help, --help     this text
+
+exit status: 0 on success; rustc/cargo pass their program's status through; 1 on failure,
+with one `error: [STEP] ...` line that says what to do.
+";
+
+fn main() -> ExitCode {
+    let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let verb = if args.is_empty() { "job".to_string() } else { args.remove(0).to_string_lossy().into_owned() };
+    let project = commands::project_root();
+    let cache = Cache::from_env();
+    let strings = |args: &[OsString]| -> Vec<String> { args.iter().map(|a| a.to_string_lossy().into_owned()).collect() };
+    let result: Result<ExitCode> = match verb.as_str() {
+        "help" | "--help" | "-h" => {
+            print!("{HELP}");
+            Ok(ExitCode::SUCCESS)
+        }
+        "prepare" => commands::prepare(&project, &cache).map(|()| ExitCode::SUCCESS),
+        "build" => commands::build(&project, &cache).map(|()| ExitCode::SUCCESS),
+        "test" => commands::test(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
+        "job" => offload_x::job::run(&project, &cache).map(|()| ExitCode::SUCCESS),
+        "rustc" | "cargo" => commands::run_tool(&cache, &verb, args).map(|status| {
+            ExitCode::from(status.code().map(|c| c as u8).unwrap_or(1))
+        }),
+        "export" | "check" => {
+            let write = verb == "export";
+            let args = strings(&args);
+            let new_patch = match args.as_slice() {
+                [] => None,
+                [flag, name] if flag == "--patch" && write => Some(name.as_str()),
+                _ => {
+                    eprintln!("error: usage: ./x.py export [--patch NAME] | ./x.py check");
+                    return ExitCode::from(2);
+                }
+            };
+            commands::export(&project, &cache, write, new_patch).map(|drift| {
+                let mut unowned = false;
+                for d in &drift {
+                    match d {
+                        Drift::Patch(p) => println!("[PATCH] {} {}", if write { "wrote" } else { "differs:" }, p.display()),
+                        Drift::NewFile(f) => println!("[PATCH] {} {f}", if write { "copied" } else { "differs:" }),
+                        Drift::Unowned(f) => {
+                            unowned = true;
+                            println!("[PATCH] {f} is changed in the tree but no patch owns it")
+                        }
+                    }
+                }
+                if drift.is_empty() {
+                    println!("[PATCH] tree and project agree");
+                    ExitCode::SUCCESS
+                } else if unowned && write {
+                    eprintln!("error: [PATCH] name a patch for those files: ./x.py export --patch NNNN-<area>-<what>");
+                    ExitCode::FAILURE
+                } else if write {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
+            })
+        }
+        other => {
+            eprintln!("error: unknown verb `{other}`; see ./x.py --help");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(failure) => {
+            eprintln!("{failure}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! `[PATCH]`: our changes onto the upstream tree, and back (`export`, `check`).
+//!
+//! The project stores a change to the compiler in one of two forms:
+//! - a new file, stored as itself at its upstream path under `compiler/`, `library/` or
+//!   `tests/` of the project (a project file that shadows an upstream file is refused: that is
+//!   a patch's job);
+//! - a change to an upstream file, as a patch in `src/patches/NNNN-<area>-<what>.patch`: a
+//!   DEP-3 style header (Description, Forwarded, Last-Update) followed by a `git diff` against
+//!   the `upstream` base commit. Patches apply in file-name order, without fuzz, and each
+//!   upstream file belongs to at most one patch, so `export` knows where a change goes.
+//!
+//! Materializing computes the content every touched path must have (base content with the
+//! patches applied, or the project's file) and writes a file only where that differs from the
+//! disk. An unchanged project therefore touches no file and cargo rebuilds nothing; changing a
+//! patch rewrites exactly the files it touches. Paths written last time but no longer wanted
+//! (a deleted patch or file) are restored to upstream. `materialized.list` in the cache
+//! remembers the paths written.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cache::Cache;
+use crate::ui::{Failure, Result, fail, run_captured};
+use crate::upstream::{BASE_BRANCH, git};
+
+const STEP: &str = "PATCH";
+
+/// Project folders whose files are new files of the upstream tree, stored as themselves.
+pub const NEW_FILE_ROOTS: &[&str] = &["compiler", "library", "tests"];
+
+/// The project's patch directory, relative to the project root.
+pub const PATCH_DIR: &str = "src/patches";
+
+/// One patch of the series.
+#[derive(Debug)]
+pub struct Patch {
+    pub path: PathBuf,
+    /// Everything before the first `diff --git` line.
+    pub header: String,
+    /// Upstream paths the patch touches, in the order they appear.
+    pub files: Vec<String>,
+}
+
+/// Parses the patch at `path`: its header and the paths of its `diff --git a/P b/P` lines.
+pub fn read_patch(path: &Path) -> Result<Patch> {
+    let text = fs::read_to_string(path).map_err(|e| Failure {
+        step: STEP,
+        message: format!("cannot read {}: {e}", path.display()),
+    })?;
+    let mut files = Vec::new();
+    let mut header_end = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(rest) = line.strip_prefix("diff --git a/") {
+            header_end.get_or_insert(offset);
+            let rest = rest.trim_end();
+            // `a/P b/P`: P is the same on both sides, as neither side is renamed.
+            let Some(mid) = rest.find(" b/") else {
+                return fail(STEP, format!("{}: unreadable line `{}`", path.display(), line.trim_end()));
+            };
+            let file = rest[..mid].to_string();
+            if !files.contains(&file) {
+                files.push(file);
+            }
+        }
+        offset += line.len();
+    }
+    let Some(header_end) = header_end else {
+        return fail(
+            STEP,
+            format!("{} holds no `diff --git` section; write patches with `x.py export`", path.display()),
+        );
+    };
+    Ok(Patch { path: path.to_path_buf(), header: text[..header_end].to_string(), files })
+}
+
+/// The project's patches, in application order (by file name).
+pub fn patches(project: &Path) -> Result<Vec<Patch>> {
+    let dir = project.join(PATCH_DIR);
+    let mut paths: Vec<PathBuf> = match fs::read_dir(&dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "patch"))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    paths.sort();
+    let patches: Vec<Patch> = paths.iter().map(|p| read_patch(p)).collect::<Result<_>>()?;
+    let mut owner: BTreeMap<&str, &Path> = BTreeMap::new();
+    for patch in &patches {
+        for file in &patch.files {
+            if let Some(other) = owner.insert(file, &patch.path) {
+                return fail(
+                    STEP,
+                    format!(
+                        "{file} is changed by both {} and {}; one upstream file belongs to one patch",
+                        other.display(),
+                        patch.path.display()
+                    ),
+                );
+            }
+        }
+    }
+    Ok(patches)
+}
+
+/// The project's new files: upstream-relative path -> path in the project.
+pub fn new_files(project: &Path) -> Result<BTreeMap<String, PathBuf>> {
+    fn walk(dir: &Path, rel: &str, out: &mut BTreeMap<String, PathBuf>) -> std::io::Result<()> {
+        let mut entries: Vec<_> = fs::read_dir(dir)?.collect::<std::io::Result<_>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let child_rel = format!("{rel}/{name}");
+            if entry.file_type()?.is_dir() {
+                walk(&entry.path(), &child_rel, out)?;
+            } else {
+                out.insert(child_rel, entry.path());
+            }
+        }
+        Ok(())
+    }
+    let mut out = BTreeMap::new();
+    for root in NEW_FILE_ROOTS {
+        let dir = project.join(root);
+        if dir.is_dir() {
+            walk(&dir, root, &mut out).map_err(|e| Failure {
+                step: STEP,
+                message: format!("cannot read {}: {e}", dir.display()),
+            })?;
+        }
+    }
+    Ok(out)
+}
+
+/// Content of `rel` in the base commit, or None when upstream has no such file.
+pub fn base_content(cache: &Cache, rel: &str) -> Result<Option<Vec<u8>>> {
+    let out = git(cache)
+        .args(["cat-file", "blob", &format!("{BASE_BRANCH}:{rel}")])
+        .output()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot run git: {e}") })?;
+    Ok(out.status.success().then_some(out.stdout))
+}
+
+/// What a tree path must hold: `Some(bytes)`, or `None` for "absent".
+pub type Desired = BTreeMap<String, Option<Vec<u8>>>;
+
+/// Computes the content of every path that the project's patches and new files touch.
+pub fn desired(project: &Path, cache: &Cache) -> Result<Desired> {
+    let mut want: Desired = BTreeMap::new();
+    for (rel, path) in new_files(project)? {
+        if base_content(cache, &rel)?.is_some() {
+            return fail(
+                STEP,
+                format!(
+                    "{} shadows the upstream file {rel}; store changes to upstream files as a \
+                     patch in {PATCH_DIR} (`x.py export --patch NAME`)",
+                    path.display()
+                ),
+            );
+        }
+        let bytes = fs::read(&path).map_err(|e| Failure {
+            step: STEP,
+            message: format!("cannot read {}: {e}", path.display()),
+        })?;
+        want.insert(rel, Some(bytes));
+    }
+    let scratch = cache.root.join("patch-scratch");
+    for patch in patches(project)? {
+        let _ = fs::remove_dir_all(&scratch);
+        for rel in &patch.files {
+            let target = scratch.join(rel);
+            fs::create_dir_all(target.parent().unwrap()).map_err(|e| Failure {
+                step: STEP,
+                message: format!("cannot create {}: {e}", target.display()),
+            })?;
+            if let Some(bytes) = base_content(cache, rel)? {
+                fs::write(&target, bytes).map_err(|e| Failure {
+                    step: STEP,
+                    message: format!("cannot write {}: {e}", target.display()),
+                })?;
+            }
+        }
+        let out = Command::new("patch")
+            .args(["-p1", "-s", "-N", "--fuzz=0", "--no-backup-if-mismatch", "-r", "-", "-i"])
+            .arg(std::path::absolute(&patch.path).unwrap_or(patch.path.clone()))
+            .current_dir(&scratch)
+            .output()
+            .map_err(|e| Failure { step: STEP, message: format!("cannot run patch: {e}") })?;
+        if !out.status.success() {
+            let mut why = out.stdout.clone();
+            why.extend_from_slice(&out.stderr);
+            return fail(
+                STEP,
+                format!(
+                    "{} does not apply to upstream: {}; rebase it (edit the materialized tree, \
+                     then `x.py export`)",
+                    patch.path.display(),
+                    crate::ui::tail(&why, 3)
+                ),
+            );
+        }
+        for rel in &patch.files {
+            want.insert(rel.clone(), fs::read(scratch.join(rel)).ok());
+        }
+    }
+    let _ = fs::remove_dir_all(&scratch);
+    Ok(want)
+}
+
+/// What [`materialize`] did: paths written (created, changed or restored) and removed.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub written: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+/// Brings the tree to the project's state, writing only files whose content differs.
+/// `extra` are further generated files (like `bootstrap.toml`), written the same way.
+pub fn materialize(project: &Path, cache: &Cache, extra: &[(&str, Vec<u8>)]) -> Result<Report> {
+    let mut want = desired(project, cache)?;
+    let previous: BTreeSet<String> = fs::read_to_string(cache.materialized_list())
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    for rel in &previous {
+        if !want.contains_key(rel) {
+            // No longer ours: back to upstream (or gone, if upstream has no such file).
+            want.insert(rel.clone(), base_content(cache, rel)?);
+        }
+    }
+    let mut report = Report::default();
+    let tree = cache.tree();
+    let io = |e: std::io::Error, p: &Path| Failure {
+        step: STEP,
+        message: format!("cannot write {}: {e}", p.display()),
+    };
+    let all = want.iter().map(|(r, c)| (r.as_str(), c.as_deref()));
+    let extra_iter = extra.iter().map(|(r, c)| (*r, Some(&c[..])));
+    for (rel, content) in all.chain(extra_iter) {
+        let path = tree.join(rel);
+        let current = fs::read(&path).ok();
+        match content {
+            Some(bytes) if current.as_deref() != Some(bytes) => {
+                fs::create_dir_all(path.parent().unwrap()).map_err(|e| io(e, &path))?;
+                fs::write(&path, bytes).map_err(|e| io(e, &path))?;
+                report.written.push(rel.to_string());
+            }
+            None if current.is_some() => {
+                fs::remove_file(&path).map_err(|e| io(e, &path))?;
+                report.removed.push(rel.to_string());
+            }
+            _ => {}
+        }
+    }
+    // The list keeps the paths that differ from upstream: those are what the next run must
+    // restore if the project stops wanting them.
+    let mut list = String::new();
+    for (rel, content) in &want {
+        if base_content(cache, rel)? != *content {
+            list.push_str(rel);
+            list.push('\n');
+        }
+    }
+    if fs::read_to_string(cache.materialized_list()).ok().as_deref() != Some(&list) {
+        fs::write(cache.materialized_list(), list).map_err(|e| io(e, &cache.materialized_list()))?;
+    }
+    Ok(report)
+}
+
+/// One difference between the tree and the project, as `export` sees it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Drift {
+    /// A patch whose content differs from the tree's diff against upstream.
+    Patch(PathBuf),
+    /// A new tree file (under compiler/, library/, tests/) missing or different in the project.
+    NewFile(String),
+    /// A changed upstream file that no patch owns.
+    Unowned(String),
+}
+
+/// Compares the tree with the project. With `write`, brings the project to the tree's state:
+/// patches regenerated (headers kept), new files copied; changed upstream files that no patch
+/// owns go into `new_patch` (created with a header to fill in), or are reported as
+/// [`Drift::Unowned`] when it is None.
+pub fn export(project: &Path, cache: &Cache, write: bool, new_patch: Option<&str>) -> Result<Vec<Drift>> {
+    let mut drift = Vec::new();
+    let changed = run_captured(STEP, git(cache).args(["diff", "--name-only", BASE_BRANCH]))?;
+    let changed: Vec<String> =
+        String::from_utf8_lossy(&changed.stdout).lines().map(str::to_string).collect();
+    let untracked = run_captured(STEP, git(cache).args(["ls-files", "--others", "--exclude-standard"]))?;
+    let untracked: Vec<String> =
+        String::from_utf8_lossy(&untracked.stdout).lines().map(str::to_string).collect();
+
+    let patches = patches(project)?;
+    let owned: BTreeSet<&str> = patches.iter().flat_map(|p| p.files.iter().map(String::as_str)).collect();
+    let unowned: Vec<String> = changed.iter().filter(|f| !owned.contains(f.as_str())).cloned().collect();
+
+    let diff_of = |files: &[String]| -> Result<String> {
+        let mut cmd = git(cache);
+        cmd.args(["diff", "--no-color", "--no-ext-diff", BASE_BRANCH, "--"]).args(files);
+        Ok(String::from_utf8_lossy(&run_captured(STEP, &mut cmd)?.stdout).into_owned())
+    };
+    for patch in &patches {
+        let body = diff_of(&patch.files)?;
+        let text = format!("{}{}", patch.header, body);
+        if fs::read_to_string(&patch.path).ok().as_deref() != Some(&text) {
+            drift.push(Drift::Patch(patch.path.clone()));
+            if write {
+                if body.is_empty() {
+                    return fail(
+                        STEP,
+                        format!(
+                            "{} would be empty: the tree no longer changes its files; delete the patch",
+                            patch.path.display()
+                        ),
+                    );
+                }
+                fs::write(&patch.path, text).map_err(|e| Failure {
+                    step: STEP,
+                    message: format!("cannot write {}: {e}", patch.path.display()),
+                })?;
+            }
+        }
+    }
+    if !unowned.is_empty() {
+        match (write, new_patch) {
+            (true, Some(name)) => {
+                let path = project.join(PATCH_DIR).join(format!("{name}.patch"));
+                let header = format!(
+                    "Description: <what this patch changes, and why>\n\
+                     Forwarded: not-needed\n\
+                     Last-Update: <YYYY-MM-DD>\n\
+                     ---\n"
+                );
+                fs::create_dir_all(path.parent().unwrap()).ok();
+                fs::write(&path, format!("{header}{}", diff_of(&unowned)?)).map_err(|e| Failure {
+                    step: STEP,
+                    message: format!("cannot write {}: {e}", path.display()),
+                })?;
+                drift.push(Drift::Patch(path));
+            }
+            _ => drift.extend(unowned.into_iter().map(Drift::Unowned)),
+        }
+    }
+    for rel in untracked {
+        let top = rel.split('/').next().unwrap_or("");
+        // Lock files are what the vendored build writes, not ours.
+        if !NEW_FILE_ROOTS.contains(&top) || rel.ends_with("Cargo.lock") {
+            continue;
+        }
+        let from = cache.tree().join(&rel);
+        let to = project.join(&rel);
+        let bytes = fs::read(&from).map_err(|e| Failure {
+            step: STEP,
+            message: format!("cannot read {}: {e}", from.display()),
+        })?;
+        if fs::read(&to).ok().as_deref() != Some(&bytes[..]) {
+            drift.push(Drift::NewFile(rel.clone()));
+            if write {
+                fs::create_dir_all(to.parent().unwrap()).ok();
+                fs::write(&to, bytes).map_err(|e| Failure {
+                    step: STEP,
+                    message: format!("cannot write {}: {e}", to.display()),
+                })?;
+            }
+        }
+    }
+    Ok(drift)
+}

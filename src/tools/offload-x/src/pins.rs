@@ -1,0 +1,87 @@
+//! What the fork is built from, pinned.
+
+/// The Debian source package the fork is based on: upstream rustc commit 59807616e, the same
+/// commit as the rustup 1.95.0 release used as stage 0.
+pub const DEBIAN_SOURCE_PACKAGE: &str = "rustc";
+pub const DEBIAN_VERSION: &str = "1.95.0+dfsg1-2";
+
+/// One file fetched from the mirror's pool: name, size in bytes, sha256 (lowercase hex).
+pub struct PinnedFile {
+    pub name: &'static str,
+    pub size: u64,
+    pub sha256: &'static str,
+}
+
+/// The two tarballs of the source package. Debian's mirrors serve them, but not the `.dsc`
+/// that `apt-get source` and `dpkg-source` need, so we fetch them by their pool path and check
+/// them ourselves.
+pub const SOURCE_FILES: [PinnedFile; 2] = [
+    PinnedFile {
+        name: "rustc_1.95.0+dfsg1.orig.tar.xz",
+        size: 88_190_992,
+        sha256: "fee0a232c32b6f919b2166efc441a7c37884905bdcc2170163579eeed5feee6b",
+    },
+    PinnedFile {
+        name: "rustc_1.95.0+dfsg1-2.debian.tar.xz",
+        size: 153_548,
+        sha256: "f0408cafd8942c9f1762d5ca10750d70996f678b616a4e4b6ed3e3e299a071b6",
+    },
+];
+
+/// The top directory of the `.orig` tarball.
+pub const ORIG_TOP_DIR: &str = "rustc-1.95.0-src";
+
+/// Pool directory of the source package, relative to a Debian mirror's root.
+pub const POOL_DIR: &str = "pool/main/r/rustc";
+
+/// The rustup toolchain used as stage 0 (`build.local-rebuild`).
+pub const STAGE0_TOOLCHAIN: &str = "1.95.0-x86_64-unknown-linux-gnu";
+
+/// Debian release of the sysroot that provides LLVM 22.
+pub const SYSROOT_SUITE: &str = "trixie";
+
+/// Packages installed into the sysroot on top of `debootstrap --variant=minbase`: the build
+/// tools bootstrap needs, and LLVM 22 with its offload runtime (`liboffload-22-dev`,
+/// `libomp-22-dev`) and the prebuilt compiler-rt builtins.
+pub const SYSROOT_PACKAGES: &[&str] = &[
+    "build-essential",
+    "cmake",
+    "ninja-build",
+    "python3",
+    "pkg-config",
+    "git",
+    "curl",
+    "ca-certificates",
+    "file",
+    "zlib1g-dev",
+    "libzstd-dev",
+    "liblzma-dev",
+    "libffi-dev",
+    "libxml2-dev",
+    "libssl-dev",
+    "llvm-22-dev",
+    "llvm-22-tools",
+    "clang-22",
+    "lld-22",
+    "libclang-rt-22-dev",
+    "liboffload-22-dev",
+    "libomp-22-dev",
+];
+
+/// Workspaces whose `Cargo.lock` Debian's `debian/rules` moves aside before configuring, so
+/// that the vendored build may write fresh ones.
+pub const RUSTC_WORKSPACES: &[&str] = &[
+    ".",
+    "src/bootstrap",
+    "library",
+    "src/tools/clippy/clippy_test_deps",
+    "src/tools/rust-analyzer",
+    "src/tools/cargo",
+    "src/tools/rustbook",
+];
+
+/// The host triple of the build.
+pub const HOST: &str = "x86_64-unknown-linux-gnu";
+
+/// GPU targets whose `core` the build puts into the stage-1 sysroot.
+pub const GPU_TARGETS: &[&str] = &["amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda"];

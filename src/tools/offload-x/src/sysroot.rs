@@ -1,0 +1,211 @@
+//! `[SYSROOT]`: the Debian trixie root that provides LLVM 22, and how commands enter it.
+//!
+//! The machine runs an older Debian whose LLVM is too old for rustc 1.95, so the build runs in
+//! a trixie root made by `debootstrap`. Each command enters it in a private mount namespace
+//! (`unshare --mount --propagation private`): the bind mounts it needs (the cache, the stage-0
+//! toolchain, `/tmp`, the caller's directories) exist only for that command and vanish with
+//! it, so nothing outlives a killed build.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cache::{Cache, stage0_toolchain};
+use crate::fetch::apt_mirrors;
+use crate::pins::{SYSROOT_PACKAGES, SYSROOT_SUITE};
+use crate::ui::{Failure, Result, Timer, fail, run_inherited, say};
+
+const STEP: &str = "SYSROOT";
+
+/// Makes the sysroot unless its completion stamp exists. A half-made one (`sysroot.tmp`, left
+/// by an interrupted run) is discarded and made again.
+pub fn ensure(cache: &Cache) -> Result<()> {
+    if cache.sysroot_stamp().exists() {
+        return Ok(());
+    }
+    let tmp = cache.root.join("sysroot.tmp");
+    let io = |e: std::io::Error, what: &Path| Failure {
+        step: STEP,
+        message: format!("{}: {e}", what.display()),
+    };
+    if tmp.exists() {
+        say(STEP, format!("discarding the half-made {}", tmp.display()));
+        fs::remove_dir_all(&tmp).map_err(|e| io(e, &tmp))?;
+    }
+    if cache.sysroot().exists() {
+        say(STEP, format!("{} has no completion stamp: making it again", cache.sysroot().display()));
+        fs::remove_dir_all(cache.sysroot()).map_err(|e| io(e, &cache.sysroot()))?;
+    }
+    if Command::new("debootstrap").arg("--version").output().is_err() {
+        let timer = Timer::start(STEP, "installing debootstrap with apt-get");
+        run_inherited(STEP, Command::new("apt-get").args(["install", "-y", "-q", "debootstrap"]))
+            .map_err(|f| Failure {
+                step: STEP,
+                message: format!("{}; install debootstrap by hand and rerun", f.message),
+            })?;
+        timer.done();
+    }
+    let Some(mirror) = apt_mirrors(Path::new("/etc/apt")).into_iter().next() else {
+        return fail(STEP, "no Debian mirror in /etc/apt/sources.list{,.d}: cannot run debootstrap");
+    };
+    let timer = Timer::start(
+        STEP,
+        format!("debootstrap {SYSROOT_SUITE} with LLVM 22 into {} (about 2 minutes)", tmp.display()),
+    );
+    run_inherited(
+        STEP,
+        Command::new("debootstrap")
+            .arg("--variant=minbase")
+            .arg(format!("--include={}", SYSROOT_PACKAGES.join(",")))
+            .arg(SYSROOT_SUITE)
+            .arg(&tmp)
+            .arg(&mirror),
+    )
+    .map_err(|f| Failure {
+        step: STEP,
+        message: format!("{}; check the network to the package registry and rerun", f.message),
+    })?;
+    fs::rename(&tmp, cache.sysroot()).map_err(|e| io(e, &tmp))?;
+    fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n")).map_err(|e| io(e, &cache.sysroot_stamp()))?;
+    timer.done();
+    Ok(())
+}
+
+/// A command to run inside the sysroot.
+pub struct Enter {
+    /// Host directories bind-mounted at the same path inside the sysroot (read-write).
+    pub binds: Vec<PathBuf>,
+    /// Working directory inside the sysroot (a path that is valid there).
+    pub cwd: PathBuf,
+    /// Environment of the command; nothing else of the caller's environment passes.
+    pub env: Vec<(String, OsString)>,
+    pub program: OsString,
+    pub args: Vec<OsString>,
+}
+
+/// Directories of the sysroot that must never be shadowed by a bind of a caller's directory.
+const SYSTEM_DIRS: &[&str] =
+    &["", "bin", "boot", "dev", "etc", "lib", "lib64", "proc", "run", "sbin", "sys", "usr", "var"];
+
+impl Enter {
+    pub fn new(cache: &Cache, cwd: &Path, program: impl Into<OsString>) -> Enter {
+        let mut env: Vec<(String, OsString)> = vec![
+            ("HOME".into(), "/root".into()),
+            (
+                "PATH".into(),
+                "/usr/lib/llvm-22/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+                    .into(),
+            ),
+            ("LANG".into(), "C.UTF-8".into()),
+            ("TERM".into(), std::env::var_os("TERM").unwrap_or_else(|| "dumb".into())),
+        ];
+        // What a user sets for rustc and cargo passes through; the rest of the host's
+        // environment (its PATH, rustup's proxies) means nothing inside the sysroot.
+        for (key, value) in std::env::vars_os() {
+            let Some(key) = key.to_str() else { continue };
+            if key.starts_with("RUST") || key.starts_with("CARGO") || key == "OFFLOAD_FORK_CACHE" {
+                if key != "RUSTUP_TOOLCHAIN" && key != "CARGO_HOME" && key != "RUSTUP_HOME" {
+                    env.push((key.to_string(), value));
+                }
+            }
+        }
+        Enter {
+            binds: vec![cache.root.clone(), cwd.to_path_buf()],
+            cwd: cwd.to_path_buf(),
+            env,
+            program: program.into(),
+            args: Vec::new(),
+        }
+    }
+
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Enter {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub fn args<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, args: I) -> Enter {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: impl Into<OsString>) -> Enter {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_string(), value.into()));
+        self
+    }
+
+    pub fn bind(mut self, dir: impl Into<PathBuf>) -> Enter {
+        self.binds.push(dir.into());
+        self
+    }
+
+    /// The `unshare` command that runs this inside `cache`'s sysroot.
+    pub fn command(&self, cache: &Cache) -> Result<Command> {
+        let root = cache.sysroot();
+        if !cache.sysroot_stamp().exists() {
+            return fail(STEP, format!("{} is not complete: run `./x.py build`", root.display()));
+        }
+        // The resolver configuration may change between boots; cargo needs a current one.
+        if let Ok(conf) = fs::read("/etc/resolv.conf") {
+            let inside = root.join("etc/resolv.conf");
+            if fs::read(&inside).ok().as_deref() != Some(&conf[..]) {
+                let _ = fs::remove_file(&inside);
+                let _ = fs::write(&inside, &conf);
+            }
+        }
+        let stage0 = stage0_toolchain();
+        let mut script = String::from("set -e\nR=\"$1\"; shift\n");
+        for special in ["proc", "dev", "sys"] {
+            script.push_str(&format!("mount --rbind /{special} \"$R/{special}\"\n"));
+        }
+        script.push_str("mount --rbind /tmp \"$R/tmp\"\n");
+        // Exact binds: the cache and the stage-0 toolchain (read-only).
+        let mut binds: Vec<(PathBuf, bool)> = vec![(cache.root.clone(), false), (stage0, true)];
+        for dir in &self.binds {
+            if dir == &cache.root {
+                continue;
+            }
+            // Bind a caller's directory from its top-level folder down, so that relative
+            // paths that climb out of it (`../x`) still resolve; system folders of the sysroot
+            // are never shadowed, only the directory itself is bound there.
+            let top = dir.components().nth(1).map(|c| PathBuf::from("/").join(c));
+            let Some(top) = top else { continue };
+            let top_name = top.to_string_lossy().trim_start_matches('/').to_string();
+            if top_name == "tmp" {
+                continue; // all of /tmp is bound already
+            }
+            let target = if SYSTEM_DIRS.contains(&top_name.as_str()) { dir.clone() } else { top };
+            binds.push((target, false));
+        }
+        // Parents before children, so that a later bind is not hidden by an earlier one.
+        binds.sort_by_key(|(d, _)| d.components().count());
+        binds.dedup_by(|a, b| a.0 == b.0);
+        for (dir, read_only) in &binds {
+            let d = shell_quote(&dir.to_string_lossy());
+            script.push_str(&format!("mkdir -p \"$R\"{d}\nmount --bind {d} \"$R\"{d}\n"));
+            if *read_only {
+                script.push_str(&format!("mount -o remount,bind,ro \"$R\"{d}\n"));
+            }
+        }
+        script.push_str("cd=\"$1\"; shift\nexec chroot \"$R\" /usr/bin/env -i \"$@\"\n");
+        // `env -i K=V ... sh -c 'cd DIR && exec PROG ARGS'`
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--mount", "--propagation", "private", "sh", "-c", &script, "enter"]);
+        cmd.arg(&root).arg(&self.cwd);
+        for (k, v) in &self.env {
+            let mut kv = OsString::from(k);
+            kv.push("=");
+            kv.push(v);
+            cmd.arg(kv);
+        }
+        cmd.args(["/bin/sh", "-c", "cd \"$0\" && exec \"$@\""]);
+        cmd.arg(&self.cwd).arg(&self.program).args(&self.args);
+        Ok(cmd)
+    }
+}
+
+/// Quotes `s` for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
