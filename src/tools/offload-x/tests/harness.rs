@@ -1,0 +1,224 @@
+//! Tests of the harness on a miniature upstream: materialization, export, checksums, mirrors.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use offload_x::cache::Cache;
+use offload_x::fetch;
+use offload_x::materialize::{self, Drift};
+use offload_x::pins::PinnedFile;
+use offload_x::upstream::{self, BASE_BRANCH};
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh scratch folder under the system's temp dir.
+fn scratch(name: &str) -> PathBuf {
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("offload-x-test-{}-{name}-{n}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+/// A cache whose tree is a two-file upstream committed on the base branch, and an empty project.
+fn setup(name: &str) -> (PathBuf, Cache) {
+    let root = scratch(name);
+    let cache = Cache { root: root.join("cache") };
+    let tree = cache.tree();
+    write(&tree.join("x.py"), "# upstream's x.py\n");
+    write(&tree.join("compiler/a.rs"), "fn a() {\n    one();\n}\n");
+    write(&tree.join("compiler/b.rs"), "fn b() {\n    two();\n}\n");
+    let ok = Command::new("git").args(["init", "-q", "--bare", "-b", BASE_BRANCH]).arg(cache.tree_git()).status().unwrap();
+    assert!(ok.success());
+    for args in [
+        &["config", "core.bare", "false"][..],
+        &["add", "-A"][..],
+        &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base"][..],
+    ] {
+        assert!(upstream::git(&cache).args(args).status().unwrap().success());
+    }
+    assert!(upstream::is_ready(&cache));
+    let project = root.join("project");
+    fs::create_dir_all(project.join(materialize::PATCH_DIR)).unwrap();
+    (project, cache)
+}
+
+/// A patch that changes `one()` to `uno()` in compiler/a.rs.
+const PATCH_A: &str = concat!(
+    "Description: rename one\nForwarded: not-needed\nLast-Update: 2026-11-29\n---\n",
+    "diff --git a/compiler/a.rs b/compiler/a.rs\n",
+    "--- a/compiler/a.rs\n",
+    "+++ b/compiler/a.rs\n",
+    "@@ -1,3 +1,3 @@\n",
+    " fn a() {\n",
+    "-    one();\n",
+    "+    uno();\n",
+    " }\n",
+);
+
+fn mtime(path: &Path) -> SystemTime {
+    fs::metadata(path).unwrap().modified().unwrap()
+}
+
+#[test]
+fn materialize_applies_patches_and_new_files() {
+    let (project, cache) = setup("apply");
+    write(&project.join("src/patches/0001-compiler-rename.patch"), PATCH_A);
+    write(&project.join("compiler/rustc_offload/src/lib.rs"), "// ours\n");
+    let report = materialize::materialize(&project, &cache, &[]).unwrap();
+    assert_eq!(report.written, vec!["compiler/a.rs", "compiler/rustc_offload/src/lib.rs"]);
+    assert_eq!(fs::read_to_string(cache.tree().join("compiler/a.rs")).unwrap(), "fn a() {\n    uno();\n}\n");
+    assert_eq!(fs::read_to_string(cache.tree().join("compiler/rustc_offload/src/lib.rs")).unwrap(), "// ours\n");
+    assert_eq!(fs::read_to_string(cache.tree().join("compiler/b.rs")).unwrap(), "fn b() {\n    two();\n}\n");
+}
+
+#[test]
+fn materializing_an_unchanged_project_touches_no_file() {
+    let (project, cache) = setup("idempotent");
+    write(&project.join("src/patches/0001-compiler-rename.patch"), PATCH_A);
+    write(&project.join("tests/ui/offload-fork/t.rs"), "// test\n");
+    materialize::materialize(&project, &cache, &[("bootstrap.toml", b"x = 1\n".to_vec())]).unwrap();
+    let files = ["compiler/a.rs", "compiler/b.rs", "tests/ui/offload-fork/t.rs", "bootstrap.toml"];
+    let before: Vec<SystemTime> = files.iter().map(|f| mtime(&cache.tree().join(f))).collect();
+    std::thread::sleep(Duration::from_millis(20));
+    let report = materialize::materialize(&project, &cache, &[("bootstrap.toml", b"x = 1\n".to_vec())]).unwrap();
+    assert!(report.written.is_empty() && report.removed.is_empty(), "{report:?}");
+    let after: Vec<SystemTime> = files.iter().map(|f| mtime(&cache.tree().join(f))).collect();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn changing_one_patch_rewrites_only_its_files() {
+    let (project, cache) = setup("one-patch");
+    write(&project.join("src/patches/0001-compiler-rename.patch"), PATCH_A);
+    write(&project.join("compiler/new.rs"), "// ours\n");
+    materialize::materialize(&project, &cache, &[]).unwrap();
+    write(&project.join("src/patches/0001-compiler-rename.patch"), &PATCH_A.replace("uno", "eins"));
+    let report = materialize::materialize(&project, &cache, &[]).unwrap();
+    assert_eq!(report.written, vec!["compiler/a.rs"]);
+}
+
+#[test]
+fn a_removed_patch_or_file_is_restored_to_upstream() {
+    let (project, cache) = setup("restore");
+    write(&project.join("src/patches/0001-compiler-rename.patch"), PATCH_A);
+    write(&project.join("compiler/new.rs"), "// ours\n");
+    materialize::materialize(&project, &cache, &[]).unwrap();
+    fs::remove_file(project.join("src/patches/0001-compiler-rename.patch")).unwrap();
+    fs::remove_file(project.join("compiler/new.rs")).unwrap();
+    let report = materialize::materialize(&project, &cache, &[]).unwrap();
+    assert_eq!(report.written, vec!["compiler/a.rs"]);
+    assert_eq!(report.removed, vec!["compiler/new.rs"]);
+    assert_eq!(fs::read_to_string(cache.tree().join("compiler/a.rs")).unwrap(), "fn a() {\n    one();\n}\n");
+    assert!(!cache.tree().join("compiler/new.rs").exists());
+}
+
+#[test]
+fn a_patch_that_no_longer_applies_is_reported_with_its_file() {
+    let (project, cache) = setup("broken");
+    let broken = PATCH_A.replace("-    one();", "-    three();");
+    write(&project.join("src/patches/0007-compiler-stale.patch"), &broken);
+    let err = materialize::materialize(&project, &cache, &[]).unwrap_err();
+    assert_eq!(err.step, "PATCH");
+    assert!(err.message.contains("0007-compiler-stale.patch"), "{err}");
+    assert!(err.message.contains("does not apply"), "{err}");
+    // Nothing was written half-way.
+    assert_eq!(fs::read_to_string(cache.tree().join("compiler/a.rs")).unwrap(), "fn a() {\n    one();\n}\n");
+}
+
+#[test]
+fn a_new_file_that_shadows_upstream_is_refused() {
+    let (project, cache) = setup("shadow");
+    write(&project.join("compiler/b.rs"), "// replaced wholesale\n");
+    let err = materialize::materialize(&project, &cache, &[]).unwrap_err();
+    assert!(err.message.contains("shadows the upstream file compiler/b.rs"), "{err}");
+}
+
+#[test]
+fn two_patches_may_not_own_one_file() {
+    let (project, cache) = setup("owners");
+    write(&project.join("src/patches/0001-a.patch"), PATCH_A);
+    write(&project.join("src/patches/0002-a-again.patch"), PATCH_A);
+    let err = materialize::materialize(&project, &cache, &[]).unwrap_err();
+    assert!(err.message.contains("compiler/a.rs is changed by both"), "{err}");
+}
+
+#[test]
+fn export_round_trips_tree_edits_into_the_project() {
+    let (project, cache) = setup("export");
+    write(&project.join("src/patches/0001-compiler-rename.patch"), PATCH_A);
+    materialize::materialize(&project, &cache, &[]).unwrap();
+    // A hand-written patch lacks git's `index` lines: export normalizes it, then check is clean.
+    materialize::export(&project, &cache, true, None).unwrap();
+    assert_eq!(materialize::export(&project, &cache, false, None).unwrap(), vec![]);
+
+    // Edit an owned file, an unowned file, and add a new file in the tree.
+    write(&cache.tree().join("compiler/a.rs"), "fn a() {\n    uno();\n    dos();\n}\n");
+    write(&cache.tree().join("compiler/b.rs"), "fn b() {\n    zwei();\n}\n");
+    write(&cache.tree().join("tests/ui/new.rs"), "// new test\n");
+    let drift = materialize::export(&project, &cache, false, None).unwrap();
+    assert!(drift.contains(&Drift::Patch(project.join("src/patches/0001-compiler-rename.patch"))));
+    assert!(drift.contains(&Drift::Unowned("compiler/b.rs".into())));
+    assert!(drift.contains(&Drift::NewFile("tests/ui/new.rs".into())));
+
+    materialize::export(&project, &cache, true, Some("0002-compiler-b")).unwrap();
+    let patch = fs::read_to_string(project.join("src/patches/0001-compiler-rename.patch")).unwrap();
+    assert!(patch.starts_with("Description: rename one\n"), "header kept: {patch}");
+    assert!(patch.contains("+    dos();"));
+    assert!(fs::read_to_string(project.join("src/patches/0002-compiler-b.patch")).unwrap().contains("+    zwei();"));
+    assert_eq!(fs::read_to_string(project.join("tests/ui/new.rs")).unwrap(), "// new test\n");
+
+    // The exported project materializes to the very same tree, and check is clean.
+    let report = materialize::materialize(&project, &cache, &[]).unwrap();
+    assert!(report.written.is_empty(), "{report:?}");
+    assert_eq!(materialize::export(&project, &cache, false, None).unwrap(), vec![]);
+}
+
+#[test]
+fn a_checksum_mismatch_is_refused() {
+    let dir = scratch("checksum");
+    let file = dir.join("rustc_1.95.0+dfsg1.orig.tar.xz");
+    fs::write(&file, b"not the upstream tarball").unwrap();
+    let pin = PinnedFile {
+        name: "rustc_1.95.0+dfsg1.orig.tar.xz",
+        size: 88_190_992,
+        sha256: "fee0a232c32b6f919b2166efc441a7c37884905bdcc2170163579eeed5feee6b",
+    };
+    let err = fetch::verify(&file, &pin).unwrap_err();
+    assert_eq!(err.step, "DOWNLOAD");
+    assert!(err.message.contains("checksum mismatch"), "{err}");
+    assert!(err.message.contains(&file.display().to_string()), "{err}");
+    // A file with the pinned sum passes.
+    let empty = dir.join("empty");
+    fs::write(&empty, b"").unwrap();
+    let empty_pin = PinnedFile {
+        name: "empty",
+        size: 0,
+        sha256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    };
+    assert!(fetch::verify(&empty, &empty_pin).unwrap());
+    assert!(!fetch::verify(&dir.join("missing"), &empty_pin).unwrap());
+}
+
+#[test]
+fn mirrors_come_from_the_apt_configuration() {
+    let etc = scratch("apt");
+    write(
+        &etc.join("sources.list.d/debian.sources"),
+        "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\nComponents: main\n\n\
+         Types: deb\nURIs: http://mirror.invalid/debian-security\nSuites: bookworm-security\nComponents: main\n",
+    );
+    write(&etc.join("sources.list"), "# comment\ndeb [arch=amd64] http://other.invalid/debian trixie main\n");
+    assert_eq!(
+        fetch::apt_mirrors(&etc),
+        vec!["http://other.invalid/debian".to_string(), "http://mirror.invalid/debian".to_string()]
+    );
+}
