@@ -107,15 +107,20 @@ pub fn bootstrap(cache: &Cache, step: &'static str, args: &[&str]) -> Result<()>
     Ok(())
 }
 
-/// `[BUILD]`: stage-1 compiler, host std, `core` for the GPU targets.
+/// `[BUILD]`: stage-1 compiler, host std, `core` and `alloc` for the GPU targets.
+///
+/// One bootstrap invocation for all targets: each invocation assembles the stage-1 sysroot
+/// afresh, keeping only the libraries of the targets it built.
 pub fn build(project: &Path, cache: &Cache) -> Result<()> {
     prepare(project, cache)?;
-    let timer = Timer::start("BUILD", "stage-1 compiler and host std (cold: about 20 minutes)");
-    bootstrap(cache, "BUILD", &["build", "--stage", "1", "library"])?;
-    timer.done();
-    let timer = Timer::start("BUILD", format!("core for {}", GPU_TARGETS.join(", ")));
-    let targets = GPU_TARGETS.join(",");
-    bootstrap(cache, "BUILD", &["build", "--stage", "1", "library/core", "library/alloc", "--target", &targets])?;
+    let mut targets = vec![HOST.to_string()];
+    targets.extend(GPU_TARGETS.iter().map(|(t, _)| t.to_string()));
+    let targets = targets.join(",");
+    let timer = Timer::start(
+        "BUILD",
+        format!("stage-1 compiler, library for {targets} (cold: about 25 minutes)"),
+    );
+    bootstrap(cache, "BUILD", &["build", "--stage", "1", "library", "--target", &targets])?;
     timer.done();
     Ok(())
 }
@@ -142,6 +147,11 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
         timer.done();
     }
     build(project, cache)?;
+    if paths.is_empty() {
+        let timer = Timer::start("TEST", "manifest printer tests (cargo test, offline)");
+        test_manifest_tool(project, cache)?;
+        timer.done();
+    }
     let mut suites: Vec<String> = paths.to_vec();
     if suites.is_empty() {
         suites.extend(UPSTREAM_SUITES.iter().map(|s| s.to_string()));
@@ -184,7 +194,8 @@ pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<Exi
         return fail("RUN", format!("{} does not exist: run `./x.py build` first", rustc.display()));
     }
     let cwd = std::env::current_dir().map_err(|e| Failure { step: "RUN", message: format!("no current directory: {e}") })?;
-    let mut enter = Enter::new(cache, &cwd, program).args(args);
+    // The caller's folder and the project are visible inside the sysroot at their own paths.
+    let mut enter = Enter::new(cache, &cwd, program).args(args).bind(project_root());
     let path = format!(
         "{}:/usr/lib/llvm-22/bin:/usr/local/bin:/usr/bin:/bin",
         cache.stage1().join("bin").display()
@@ -218,4 +229,45 @@ pub fn project_root() -> PathBuf {
     std::env::var_os("OFFLOAD_FORK_PROJECT")
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::current_dir().unwrap_or_default())
+}
+
+/// `cargo ARGS` of the rustup 1.95.0 toolchain for `src/tools/offload-manifest`, offline, with
+/// crates.io replaced by upstream's `vendor/` in the materialized tree.
+fn manifest_tool_cargo(project: &Path, cache: &Cache, args: &[&str]) -> Command {
+    let mut cmd = Command::new(stage0_toolchain().join("bin/cargo"));
+    cmd.args(args)
+        .arg("--manifest-path")
+        .arg(project.join("src/tools/offload-manifest/Cargo.toml"))
+        .args(["--offline", "--locked", "--quiet", "--config", "source.crates-io.replace-with='vendored'", "--config"])
+        .arg(format!("source.vendored.directory='{}'", cache.tree().join("vendor").display()))
+        .env("CARGO_TARGET_DIR", cache.root.join("tools-target"))
+        .env_remove("RUSTUP_TOOLCHAIN");
+    cmd
+}
+
+/// Builds `src/tools/offload-manifest` (the manifest printer); returns its path.
+pub fn manifest_tool(project: &Path, cache: &Cache) -> Result<PathBuf> {
+    if !upstream::is_ready(cache) {
+        return fail("JOB", "the manifest printer builds from upstream's vendored crates: run `./x.py build` first");
+    }
+    crate::ui::run_captured("JOB", &mut manifest_tool_cargo(project, cache, &["build", "--release"]))?;
+    Ok(cache.root.join("tools-target/release/offload-manifest"))
+}
+
+/// The text dump of the manifest at `path` (see `src/tools/offload-manifest`).
+pub fn dump_manifest(project: &Path, cache: &Cache, path: &Path) -> Result<String> {
+    let tool = manifest_tool(project, cache)?;
+    let out = crate::ui::run_captured("JOB", Command::new(&tool).arg(path))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs the manifest printer's own tests.
+pub fn test_manifest_tool(project: &Path, cache: &Cache) -> Result<()> {
+    let status = manifest_tool_cargo(project, cache, &["test"])
+        .status()
+        .map_err(|e| Failure { step: "TEST", message: format!("cannot run cargo: {e}") })?;
+    if !status.success() {
+        return fail("TEST", "offload-manifest tests failed; their output is above");
+    }
+    Ok(())
 }

@@ -1,12 +1,205 @@
-//! The main job: the bundled offload example through the device and host passes.
+//! `[JOB]`: the bundled offload example through the base pipeline and through ours.
+//!
+//! 1. Base device pass: `src/offload-example/lib.rs` for `amdgcn-amd-amdhsa` with bare
+//!    `-Zoffload=Device`, `core` from the stage-1 sysroot (built from the upstream source by
+//!    `./x.py build`), one codegen unit (each unit's `optimize` writes `host.out` into the same
+//!    folder, so with several units the last one written wins). Writes `host.out`, the offload
+//!    image (an LLVM OffloadBinary that wraps the device bitcode).
+//!    Ours: first the host metadata pass (`-Zoffload=HostMetadata=<manifest>`, host target),
+//!    then `-Zoffload=Device=<manifest>`, with another `-C metadata` than the host passes.
+//! 2. Host pass: the same file for the host with `-Zoffload=Host=<absolute path of host.out>`
+//!    and `-Clto=fat` (the base compiler requires fat LTO for `offload`): writes `host.o`, the
+//!    host object with the image embedded.
+//! 3. Report, read from the image itself (`llvm-offload-binary` extracts the bitcode,
+//!    `llvm-dis` prints it): its kernels (`amdgpu_kernel` definitions), the number of functions
+//!    it defines, its size, and the host object's path.
 
-use std::path::Path;
+use std::fs;
+use std::path::{Path, PathBuf};
 
 use crate::cache::Cache;
-use crate::ui::Result;
+use crate::sysroot::Enter;
+use crate::ui::{Failure, Result, Timer, fail, say};
 
-/// Builds what is missing, then compiles the example and reports the device image.
+const STEP: &str = "JOB";
+
+/// The device target of the main job and its GPU.
+pub const DEVICE_TARGET: &str = "amdgcn-amd-amdhsa";
+pub const DEVICE_CPU: &str = "gfx90a";
+
+/// What the device image holds.
+#[derive(Debug)]
+pub struct ImageReport {
+    pub image: PathBuf,
+    pub image_bytes: u64,
+    pub kernels: Vec<String>,
+    pub defined_functions: usize,
+}
+
+fn run_in(cache: &Cache, cwd: &Path, program: impl Into<std::ffi::OsString>, args: &[String]) -> Result<String> {
+    let mut cmd = Enter::new(cache, cwd, program)
+        .args(args.iter().cloned())
+        .bind(crate::commands::project_root())
+        .command(cache)?;
+    let out = cmd.output().map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    if !out.status.success() {
+        let mut text = out.stdout.clone();
+        text.extend_from_slice(&out.stderr);
+        return fail(
+            STEP,
+            format!("`{}` failed ({}):\n{}", args.join(" "), out.status, String::from_utf8_lossy(&text)),
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Reads `image` (an offload image written by a device pass): extracts its bitcode and lists
+/// what it defines.
+pub fn inspect_image(cache: &Cache, image: &Path) -> Result<ImageReport> {
+    let dir = image.parent().unwrap().to_path_buf();
+    let image_bytes = fs::metadata(image)
+        .map_err(|e| Failure { step: STEP, message: format!("no device image at {}: {e}", image.display()) })?
+        .len();
+    let bc = dir.join("image-device.bc");
+    let _ = fs::remove_file(&bc);
+    run_in(
+        cache,
+        &dir,
+        "llvm-offload-binary",
+        &[image.display().to_string(), format!("--image=file={},triple={DEVICE_TARGET}", bc.display())],
+    )?;
+    if !bc.exists() {
+        return fail(STEP, format!("{} holds no {DEVICE_TARGET} image", image.display()));
+    }
+    let ir = run_in(cache, &dir, "llvm-dis", &[bc.display().to_string(), "-o".into(), "-".into()])?;
+    let mut kernels = Vec::new();
+    let mut defined_functions = 0;
+    for line in ir.lines().filter(|l| l.starts_with("define ")) {
+        defined_functions += 1;
+        if line.contains("amdgpu_kernel") || line.contains("ptx_kernel") {
+            if let Some(at) = line.find(" @") {
+                let name: String = line[at + 2..].chars().take_while(|c| *c != '(').collect();
+                kernels.push(name.trim_matches('"').to_string());
+            }
+        }
+    }
+    kernels.sort();
+    Ok(ImageReport { image: image.to_path_buf(), image_bytes, kernels, defined_functions })
+}
+
+/// Which device pass a pipeline runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pipeline {
+    /// Upstream's: bare `-Zoffload=Device`, every mono root.
+    Base,
+    /// Ours: `-Zoffload=HostMetadata=<manifest>`, then `-Zoffload=Device=<manifest>`.
+    Manifest,
+}
+
+/// What one pipeline produced.
+#[derive(Debug)]
+pub struct PipelineReport {
+    pub manifest: Option<PathBuf>,
+    pub image: ImageReport,
+    pub host_object: PathBuf,
+}
+
+/// Compiles the example through `pipeline`.
+pub fn run_pipeline(project: &Path, cache: &Cache, pipeline: Pipeline) -> Result<PipelineReport> {
+    let source = project.join("src/offload-example/lib.rs");
+    let rustc = cache.stage1_rustc().display().to_string();
+    let out = cache.job().join(match pipeline {
+        Pipeline::Base => "base",
+        Pipeline::Manifest => "manifest",
+    });
+    let (device, host) = (out.join("device"), out.join("host"));
+    for dir in [&device, &host] {
+        let _ = fs::remove_dir_all(dir);
+        fs::create_dir_all(dir).map_err(|e| Failure { step: STEP, message: format!("cannot create {}: {e}", dir.display()) })?;
+    }
+    let common = |dir: &Path| -> Vec<String> {
+        vec![
+            source.display().to_string(),
+            "--edition=2024".into(),
+            "--crate-name=offload_example".into(),
+            "--crate-type=lib".into(),
+            "-Copt-level=3".into(),
+            "-Ccodegen-units=1".into(),
+            "-Zunstable-options".into(),
+            "--out-dir".into(),
+            dir.display().to_string(),
+        ]
+    };
+
+    let mut manifest = None;
+    let device_flag = match pipeline {
+        Pipeline::Base => "-Zoffload=Device".to_string(),
+        Pipeline::Manifest => {
+            let path = out.join("offload.manifest.json");
+            let timer = Timer::start(STEP, "host metadata pass: -Zoffload=HostMetadata=<manifest>");
+            let mut args = common(&host);
+            // Different `-C metadata` per pass, as cargo gives: identity must not depend on it.
+            args.extend([format!("-Zoffload=HostMetadata={}", path.display()), "-Cmetadata=host".into()]);
+            run_in(cache, &host, &rustc, &args)?;
+            timer.done();
+            manifest = Some(path.clone());
+            format!("-Zoffload=Device={}", path.display())
+        }
+    };
+
+    let timer = Timer::start(STEP, format!("device pass: {DEVICE_TARGET} ({DEVICE_CPU}), {device_flag}"));
+    let mut args = common(&device);
+    args.extend([
+        format!("--target={DEVICE_TARGET}"),
+        format!("-Ctarget-cpu={DEVICE_CPU}"),
+        device_flag,
+        "-Cmetadata=device".into(),
+        "--emit=link".into(),
+    ]);
+    run_in(cache, &device, &rustc, &args)?;
+    timer.done();
+    let image = device.join("host.out");
+    let report = inspect_image(cache, &image)?;
+
+    let timer = Timer::start(STEP, "host pass: -Zoffload=Host=<image>, -Clto=fat");
+    let mut args = common(&host);
+    args.extend([
+        format!("-Zoffload=Host={}", image.display()),
+        "-Clto=fat".into(),
+        "-Cmetadata=host".into(),
+        "--emit=link".into(),
+    ]);
+    run_in(cache, &host, &rustc, &args)?;
+    timer.done();
+    let host_object = host.join("host.o");
+    if !host_object.exists() {
+        return fail(STEP, format!("the host pass wrote no {}", host_object.display()));
+    }
+    Ok(PipelineReport { manifest, image: report, host_object })
+}
+
+/// `./x.py job`: builds what is missing, runs the example through both pipelines, reports.
 pub fn run(project: &Path, cache: &Cache) -> Result<()> {
     crate::commands::build(project, cache)?;
+    let base = run_pipeline(project, cache, Pipeline::Base)?;
+    let ours = run_pipeline(project, cache, Pipeline::Manifest)?;
+    if let Some(manifest) = &ours.manifest {
+        say(STEP, format!("manifest {}:", manifest.display()));
+        for line in crate::commands::dump_manifest(project, cache, manifest)?.lines() {
+            say(STEP, format!("  {line}"));
+        }
+    }
+    say(STEP, format!("{:<34} {:>10} {:>10}", "device image", "base", "manifest"));
+    say(STEP, format!("{:<34} {:>10} {:>10}", "bytes", base.image.image_bytes, ours.image.image_bytes));
+    say(
+        STEP,
+        format!("{:<34} {:>10} {:>10}", "functions defined", base.image.defined_functions, ours.image.defined_functions),
+    );
+    say(STEP, format!("{:<34} {:>10} {:>10}", "kernels", base.image.kernels.len(), ours.image.kernels.len()));
+    for (name, report) in [("base", &base), ("manifest", &ours)] {
+        say(STEP, format!("{name}: kernels in the image: {}", report.image.kernels.join(", ")));
+        say(STEP, format!("{name}: image {}", report.image.image.display()));
+        say(STEP, format!("{name}: host object {}", report.host_object.display()));
+    }
     Ok(())
 }

@@ -32,6 +32,8 @@ verbs:
                    patches regenerated, new files copied; changes to upstream files that no
                    patch owns go to src/patches/NAME.patch
   check            exit 1 if the materialized tree and the project disagree
+  manifest PATH    print an offload manifest (-Zoffload=HostMetadata=PATH) as text, one
+                   kernel per line: instance, symbol, launching crates
   prepare          download, sysroot, extract and materialize only
   help, --help     this text
 
@@ -54,6 +56,19 @@ fn main() -> ExitCode {
         "build" => commands::build(&project, &cache).map(|()| ExitCode::SUCCESS),
         "test" => commands::test(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
         "job" => offload_x::job::run(&project, &cache).map(|()| ExitCode::SUCCESS),
+        "manifest" => match strings(&args).as_slice() {
+            [path] => {
+                let path = std::path::absolute(path).unwrap_or_else(|_| path.into());
+                commands::dump_manifest(&project, &cache, &path).map(|text| {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                })
+            }
+            _ => {
+                eprintln!("error: usage: ./x.py manifest PATH");
+                return ExitCode::from(2);
+            }
+        },
         "rustc" | "cargo" => commands::run_tool(&cache, &verb, args).map(|status| {
             ExitCode::from(status.code().map(|c| c as u8).unwrap_or(1))
         }),

@@ -83,5 +83,7 @@ pub const RUSTC_WORKSPACES: &[&str] = &[
 /// The host triple of the build.
 pub const HOST: &str = "x86_64-unknown-linux-gnu";
 
-/// GPU targets whose `core` the build puts into the stage-1 sysroot.
-pub const GPU_TARGETS: &[&str] = &["amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda"];
+/// GPU targets whose `core` and `alloc` the build puts into the stage-1 sysroot, with the GPU
+/// they are built for where the target has no default (amdgcn: gfx90a, an MI200).
+pub const GPU_TARGETS: &[(&str, Option<&str>)] =
+    &[("amdgcn-amd-amdhsa", Some("gfx90a")), ("nvptx64-nvidia-cuda", None)];

@@ -1,0 +1,410 @@
+//! Target-independent identity and symbol of GPU offload kernel instances.
+//!
+//! Offload compiles one crate graph twice, for the host and for a GPU target, and the two
+//! compilations must agree on each kernel instance: the host metadata pass records it in the
+//! manifest, the device pass instantiates it, and the host pass launches it by its symbol. The
+//! usual identities do not survive the change of target: `CrateNum` and `DefId` are session
+//! indices, and `StableCrateId` (hence every `DefPathHash`) depends on `-C metadata`, which
+//! cargo sets per target. So a kernel instance is identified by what does not change:
+//!
+//! - its item, as a [`ItemPath`]: the crate's *name* and the item's disambiguated def path
+//!   (each component's `DefPathData` kind, name and disambiguator). The device pass recomputes
+//!   the `DefPathHash` from it under the `StableCrateId` of its own session
+//!   ([`ItemPath::resolve`]), which finds the same item as long as the item's def path is the
+//!   same on both targets (it is, unless `cfg` removes a same-named sibling that shifts a
+//!   disambiguator; the device pass then reports the kernel as missing instead of guessing);
+//! - its generic arguments, as [`KernelTy`] trees: primitives, references, raw pointers,
+//!   arrays, slices, tuples, and ADTs named by `ItemPath`. Lifetimes are erased. Other kinds
+//!   (const generics, closures, `dyn`) are refused with a diagnostic by the callers.
+//!
+//! The symbol ([`kernel_symbol`]) is derived from that identity alone, never from a
+//! `StableCrateId`, so the device pass defines and the host pass launches the same name even
+//! when the two passes see different `-C metadata`:
+//! `_offload_kernel_<item name>_<16 hex digits>`, the digits being the 64-bit `StableHasher`
+//! hash of the identity's [`Display`](fmt::Display) text. `StableHasher` is the compiler's
+//! platform-independent hasher, so the host and the GPU target compute the same digits.
+
+use std::fmt;
+
+use rustc_data_structures::stable_hasher::StableHasher;
+use rustc_hashes::Hash64;
+use rustc_hir::def_id::{CrateNum, DefId, LOCAL_CRATE};
+use rustc_hir::definitions::{DefKey, DefPathData, DisambiguatedDefPathData};
+use rustc_span::Symbol;
+
+use crate::ty::{self, GenericArgKind, Instance, Ty, TyCtxt};
+
+/// One component of an item's def path: the `DefPathData` variant's name (`"TypeNs"`,
+/// `"ValueNs"`, `"Impl"`, ...), its name if it has one, and its disambiguator.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PathComponent {
+    pub kind: String,
+    pub name: Option<String>,
+    pub disambiguator: u32,
+}
+
+/// An item, named by its crate's name and its disambiguated def path.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ItemPath {
+    pub krate: String,
+    pub components: Vec<PathComponent>,
+}
+
+/// A generic argument of a kernel instance, as a target-independent tree.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KernelTy {
+    Bool,
+    Char,
+    Str,
+    Never,
+    /// A primitive number type, by its name (`i32`, `usize`, `f64`, ...).
+    Number(String),
+    Adt(ItemPath, Vec<KernelArg>),
+    Ref { mutable: bool, ty: Box<KernelTy> },
+    Ptr { mutable: bool, ty: Box<KernelTy> },
+    Array(Box<KernelTy>, u64),
+    Slice(Box<KernelTy>),
+    Tuple(Vec<KernelTy>),
+}
+
+/// A generic argument: a type, or an (erased) lifetime.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KernelArg {
+    Type(KernelTy),
+    Lifetime,
+}
+
+/// A kernel instance: its item and generic arguments.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KernelIdentity {
+    pub item: ItemPath,
+    pub args: Vec<KernelArg>,
+}
+
+/// Why a kernel instance has no target-independent identity.
+#[derive(Clone, Debug)]
+pub struct Unsupported(pub String);
+
+fn data_kind(data: &DefPathData) -> &'static str {
+    match data {
+        DefPathData::CrateRoot => "CrateRoot",
+        DefPathData::Impl => "Impl",
+        DefPathData::ForeignMod => "ForeignMod",
+        DefPathData::Use => "Use",
+        DefPathData::GlobalAsm => "GlobalAsm",
+        DefPathData::TypeNs(_) => "TypeNs",
+        DefPathData::ValueNs(_) => "ValueNs",
+        DefPathData::MacroNs(_) => "MacroNs",
+        DefPathData::LifetimeNs(_) => "LifetimeNs",
+        DefPathData::Closure => "Closure",
+        DefPathData::Ctor => "Ctor",
+        DefPathData::AnonConst => "AnonConst",
+        DefPathData::LateAnonConst => "LateAnonConst",
+        DefPathData::DesugaredAnonymousLifetime => "DesugaredAnonymousLifetime",
+        DefPathData::OpaqueTy => "OpaqueTy",
+        DefPathData::OpaqueLifetime(_) => "OpaqueLifetime",
+        DefPathData::AnonAssocTy(_) => "AnonAssocTy",
+        DefPathData::SyntheticCoroutineBody => "SyntheticCoroutineBody",
+        DefPathData::NestedStatic => "NestedStatic",
+    }
+}
+
+impl PathComponent {
+    /// The `DefPathData` this component stands for, or None for a kind that cannot name a
+    /// kernel or a type argument.
+    fn def_path_data(&self) -> Option<DefPathData> {
+        let name = || self.name.as_deref().map(Symbol::intern);
+        Some(match self.kind.as_str() {
+            "Impl" => DefPathData::Impl,
+            "ForeignMod" => DefPathData::ForeignMod,
+            "TypeNs" => DefPathData::TypeNs(name()?),
+            "ValueNs" => DefPathData::ValueNs(name()?),
+            "MacroNs" => DefPathData::MacroNs(name()?),
+            "Closure" => DefPathData::Closure,
+            "Ctor" => DefPathData::Ctor,
+            "AnonConst" => DefPathData::AnonConst,
+            "OpaqueTy" => DefPathData::OpaqueTy,
+            _ => return None,
+        })
+    }
+}
+
+impl ItemPath {
+    /// The path of `def_id`.
+    pub fn of(tcx: TyCtxt<'_>, def_id: DefId) -> ItemPath {
+        let components = tcx
+            .def_path(def_id)
+            .data
+            .iter()
+            .map(|d| PathComponent {
+                kind: data_kind(&d.data).to_string(),
+                name: d.data.get_opt_name().map(|s| s.to_string()),
+                disambiguator: d.disambiguator,
+            })
+            .collect();
+        ItemPath { krate: tcx.crate_name(def_id.krate).to_string(), components }
+    }
+
+    /// The crates of this session named `self.krate` (more than one where a graph links two
+    /// versions of one crate).
+    pub fn crates<'tcx>(&self, tcx: TyCtxt<'tcx>) -> Vec<CrateNum> {
+        std::iter::once(LOCAL_CRATE)
+            .chain(tcx.crates(()).iter().copied())
+            .filter(|&cnum| tcx.crate_name(cnum).as_str() == self.krate)
+            .collect()
+    }
+
+    /// The item of this session with this path: the `DefPathHash` is recomputed under the
+    /// `StableCrateId` of each crate of that name. None when no crate of that name has it.
+    pub fn resolve(&self, tcx: TyCtxt<'_>) -> Option<DefId> {
+        let data: Vec<DisambiguatedDefPathData> = self
+            .components
+            .iter()
+            .map(|c| Some(DisambiguatedDefPathData { data: c.def_path_data()?, disambiguator: c.disambiguator }))
+            .collect::<Option<_>>()?;
+        self.crates(tcx).into_iter().find_map(|cnum| {
+            let mut hash = tcx.def_path_hash(cnum.as_def_id());
+            for d in &data {
+                hash = DefKey { parent: None, disambiguated_data: d.clone() }.compute_stable_hash(hash);
+            }
+            tcx.def_path_hash_to_def_id(hash)
+        })
+    }
+}
+
+impl KernelTy {
+    /// The identity of `ty`, a fully monomorphic type.
+    pub fn of<'tcx>(tcx: TyCtxt<'tcx>, ty: Ty<'tcx>) -> Result<KernelTy, Unsupported> {
+        Ok(match *ty.kind() {
+            ty::Bool => KernelTy::Bool,
+            ty::Char => KernelTy::Char,
+            ty::Str => KernelTy::Str,
+            ty::Never => KernelTy::Never,
+            ty::Int(i) => KernelTy::Number(i.name_str().to_string()),
+            ty::Uint(u) => KernelTy::Number(u.name_str().to_string()),
+            ty::Float(f) => KernelTy::Number(f.name_str().to_string()),
+            ty::Adt(def, args) => {
+                KernelTy::Adt(ItemPath::of(tcx, def.did()), kernel_args(tcx, args)?)
+            }
+            ty::Ref(_, inner, m) => {
+                KernelTy::Ref { mutable: m.is_mut(), ty: Box::new(KernelTy::of(tcx, inner)?) }
+            }
+            ty::RawPtr(inner, m) => {
+                KernelTy::Ptr { mutable: m.is_mut(), ty: Box::new(KernelTy::of(tcx, inner)?) }
+            }
+            ty::Array(inner, len) => {
+                let Some(len) = len.try_to_target_usize(tcx) else {
+                    return Err(Unsupported(format!("array length of `{ty}`")));
+                };
+                KernelTy::Array(Box::new(KernelTy::of(tcx, inner)?), len)
+            }
+            ty::Slice(inner) => KernelTy::Slice(Box::new(KernelTy::of(tcx, inner)?)),
+            ty::Tuple(tys) => {
+                KernelTy::Tuple(tys.iter().map(|t| KernelTy::of(tcx, t)).collect::<Result<_, _>>()?)
+            }
+            _ => return Err(Unsupported(format!("type `{ty}`"))),
+        })
+    }
+
+    /// The type of this session that this identity names; None when an ADT does not resolve.
+    pub fn to_ty<'tcx>(&self, tcx: TyCtxt<'tcx>) -> Option<Ty<'tcx>> {
+        Some(match self {
+            KernelTy::Bool => tcx.types.bool,
+            KernelTy::Char => tcx.types.char,
+            KernelTy::Str => tcx.types.str_,
+            KernelTy::Never => tcx.types.never,
+            KernelTy::Number(name) => match name.as_str() {
+                "i8" => tcx.types.i8,
+                "i16" => tcx.types.i16,
+                "i32" => tcx.types.i32,
+                "i64" => tcx.types.i64,
+                "i128" => tcx.types.i128,
+                "isize" => tcx.types.isize,
+                "u8" => tcx.types.u8,
+                "u16" => tcx.types.u16,
+                "u32" => tcx.types.u32,
+                "u64" => tcx.types.u64,
+                "u128" => tcx.types.u128,
+                "usize" => tcx.types.usize,
+                "f16" => tcx.types.f16,
+                "f32" => tcx.types.f32,
+                "f64" => tcx.types.f64,
+                "f128" => tcx.types.f128,
+                _ => return None,
+            },
+            KernelTy::Adt(path, args) => {
+                let def_id = path.resolve(tcx)?;
+                if !matches!(tcx.def_kind(def_id), rustc_hir::def::DefKind::Struct | rustc_hir::def::DefKind::Enum | rustc_hir::def::DefKind::Union) {
+                    return None;
+                }
+                let args = args_to_ty(tcx, args)?;
+                if args.len() != tcx.generics_of(def_id).count() {
+                    return None;
+                }
+                Ty::new_adt(tcx, tcx.adt_def(def_id), args)
+            }
+            KernelTy::Ref { mutable, ty } => Ty::new_ref(
+                tcx,
+                tcx.lifetimes.re_erased,
+                ty.to_ty(tcx)?,
+                if *mutable { ty::Mutability::Mut } else { ty::Mutability::Not },
+            ),
+            KernelTy::Ptr { mutable, ty } => Ty::new_ptr(
+                tcx,
+                ty.to_ty(tcx)?,
+                if *mutable { ty::Mutability::Mut } else { ty::Mutability::Not },
+            ),
+            KernelTy::Array(ty, len) => Ty::new_array(tcx, ty.to_ty(tcx)?, *len),
+            KernelTy::Slice(ty) => Ty::new_slice(tcx, ty.to_ty(tcx)?),
+            KernelTy::Tuple(tys) => {
+                let tys: Vec<Ty<'tcx>> = tys.iter().map(|t| t.to_ty(tcx)).collect::<Option<_>>()?;
+                Ty::new_tup(tcx, &tys)
+            }
+        })
+    }
+}
+
+fn kernel_args<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    args: ty::GenericArgsRef<'tcx>,
+) -> Result<Vec<KernelArg>, Unsupported> {
+    args.iter()
+        .map(|arg| match arg.kind() {
+            GenericArgKind::Type(ty) => Ok(KernelArg::Type(KernelTy::of(tcx, ty)?)),
+            GenericArgKind::Lifetime(_) => Ok(KernelArg::Lifetime),
+            GenericArgKind::Const(ct) => Err(Unsupported(format!("const generic argument `{ct}`"))),
+        })
+        .collect()
+}
+
+/// The generic arguments of this session that `args` name; None when one does not resolve.
+pub fn args_to_ty<'tcx>(tcx: TyCtxt<'tcx>, args: &[KernelArg]) -> Option<ty::GenericArgsRef<'tcx>> {
+    let args: Vec<ty::GenericArg<'tcx>> = args
+        .iter()
+        .map(|a| match a {
+            KernelArg::Type(t) => t.to_ty(tcx).map(Into::into),
+            KernelArg::Lifetime => Some(tcx.lifetimes.re_erased.into()),
+        })
+        .collect::<Option<_>>()?;
+    Some(tcx.mk_args(&args))
+}
+
+impl KernelIdentity {
+    /// The identity of `instance`, a monomorphic instance of a `#[rustc_offload_kernel]` item.
+    pub fn of<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>) -> Result<KernelIdentity, Unsupported> {
+        Ok(KernelIdentity {
+            item: ItemPath::of(tcx, instance.def_id()),
+            args: kernel_args(tcx, instance.args)?,
+        })
+    }
+}
+
+impl fmt::Display for PathComponent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.name {
+            Some(name) => write!(f, "{name}")?,
+            None => write!(f, "{{{}}}", self.kind)?,
+        }
+        if self.disambiguator != 0 {
+            write!(f, "#{}", self.disambiguator)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for ItemPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.krate)?;
+        for c in &self.components {
+            write!(f, "::{c}")?;
+        }
+        Ok(())
+    }
+}
+
+fn write_args(f: &mut fmt::Formatter<'_>, args: &[KernelArg]) -> fmt::Result {
+    let types: Vec<&KernelTy> =
+        args.iter().filter_map(|a| if let KernelArg::Type(t) = a { Some(t) } else { None }).collect();
+    if types.is_empty() {
+        return Ok(());
+    }
+    write!(f, "<")?;
+    for (i, t) in types.iter().enumerate() {
+        if i > 0 {
+            write!(f, ", ")?;
+        }
+        write!(f, "{t}")?;
+    }
+    write!(f, ">")
+}
+
+impl fmt::Display for KernelTy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KernelTy::Bool => write!(f, "bool"),
+            KernelTy::Char => write!(f, "char"),
+            KernelTy::Str => write!(f, "str"),
+            KernelTy::Never => write!(f, "!"),
+            KernelTy::Number(n) => write!(f, "{n}"),
+            KernelTy::Adt(path, args) => {
+                write!(f, "{path}")?;
+                write_args(f, args)
+            }
+            KernelTy::Ref { mutable, ty } => write!(f, "&{}{ty}", if *mutable { "mut " } else { "" }),
+            KernelTy::Ptr { mutable, ty } => {
+                write!(f, "*{} {ty}", if *mutable { "mut" } else { "const" })
+            }
+            KernelTy::Array(ty, len) => write!(f, "[{ty}; {len}]"),
+            KernelTy::Slice(ty) => write!(f, "[{ty}]"),
+            KernelTy::Tuple(tys) => {
+                write!(f, "(")?;
+                for (i, t) in tys.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                if tys.len() == 1 {
+                    write!(f, ",")?;
+                }
+                write!(f, ")")
+            }
+        }
+    }
+}
+
+impl fmt::Display for KernelIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.item)?;
+        if self.args.iter().any(|a| matches!(a, KernelArg::Type(_))) {
+            write!(f, "::")?;
+            write_args(f, &self.args)?;
+        }
+        Ok(())
+    }
+}
+
+/// The symbol of the kernel instance with this identity:
+/// `_offload_kernel_<item name>_<StableHasher hash of the identity text, 16 hex digits>`.
+/// Only ASCII letters, digits and `_`, which every GPU assembler accepts.
+pub fn identity_symbol(identity: &KernelIdentity) -> String {
+    let mut hasher = StableHasher::new();
+    std::hash::Hash::hash(identity.to_string().as_str(), &mut hasher);
+    let hash: Hash64 = hasher.finish();
+    let name: String = identity
+        .item
+        .components
+        .last()
+        .and_then(|c| c.name.as_deref())
+        .unwrap_or("kernel")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("_offload_kernel_{name}_{:016x}", hash.as_u64())
+}
+
+/// The symbol of a kernel instance, if it has a target-independent identity (see the module
+/// documentation); None otherwise, and the caller falls back to the usual mangling.
+pub fn kernel_symbol<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>) -> Option<String> {
+    KernelIdentity::of(tcx, instance).ok().map(|identity| identity_symbol(&identity))
+}

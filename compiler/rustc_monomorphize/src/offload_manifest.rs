@@ -1,0 +1,497 @@
+//! The offload manifest: which kernel instances a crate graph launches.
+//!
+//! GPU offload compiles one crate graph twice, for the host and for a GPU target. The base
+//! device pass codegens every mono root of the crate, `core` included, although the GPU only
+//! ever runs the kernels that the host launches. The manifest tells the device pass what
+//! those are.
+//!
+//! # Who writes it
+//!
+//! The *host metadata pass* (`-Zoffload=HostMetadata=<path>`, host target) runs mono item
+//! collection as for codegen, then scans the MIR of every collected function for calls of
+//! `core::intrinsics::offload`. The first generic argument of each call is the launched
+//! function's type; it must be the `FnDef` of a `#[rustc_offload_kernel]` function, and the
+//! instance it resolves to (generic arguments included) is recorded. Because collection starts
+//! from the crate's mono roots, launches inside generic helpers (`fn launch<T>()`) are found
+//! once per instantiation. The pass then stops: nothing is codegened or linked
+//! (`rustc_interface` skips both), only the manifest (and, with `--emit=metadata`, the rmeta)
+//! is written.
+//!
+//! # Who reads it
+//!
+//! The *device pass* (`-Zoffload=Device=<path>`, GPU target) replaces mono root collection
+//! ([`device_roots`]): the roots are exactly the manifest's kernel instances, so no `pub`
+//! function, no `main`, no unlaunched kernel and nothing of `core` becomes a root; the
+//! collector then adds what the kernels reach. `-Zoffload=Device=<path>` implies
+//! `-Zcross-crate-inline-threshold=always` (see `rustc_session::config`), so every function
+//! of a dependency is available for instantiation in the crate that builds the device image.
+//! The crate named by the manifest builds the image; any other crate of its graph compiled with
+//! the same flag (a dependency, `core` under `-Zbuild-std`) has no roots and codegens nothing.
+//!
+//! # Identity
+//!
+//! A kernel instance is named by its crate's name, its disambiguated def path and its generic
+//! arguments as type trees (`rustc_middle::ty::offload_kernel`), never by `CrateNum`, `DefId`,
+//! `StableCrateId` or `DefPathHash`: the first two are session indices, the last two depend on
+//! `-C metadata`, which cargo sets per target. The device pass recomputes the `DefPathHash` of
+//! the recorded path under its own session's `StableCrateId`. Each kernel also carries its
+//! symbol, which the host metadata pass computed; the device pass recomputes it and refuses a
+//! manifest whose symbols it does not reproduce (a stale manifest, or another compiler).
+//!
+//! # Format
+//!
+//! A JSON document (written by `serde_json`, keys sorted, kernels sorted by their text, so the
+//! same input gives byte-identical manifests):
+//!
+//! ```json
+//! {
+//!   "magic": "rustc-offload-manifest",
+//!   "format_version": 1,
+//!   "rustc_commit": "<commit hash of the compiler that wrote it>",
+//!   "crate": "<name of the crate of the host metadata pass>",
+//!   "crate_graph": ["<names of every crate of its graph, sorted>"],
+//!   "kernels": [{
+//!     "kernel": "demo::scale::<f32>",
+//!     "item": {"crate": "demo", "path": [["ValueNs", "scale", 0]]},
+//!     "args": [["num", "f32"]],
+//!     "symbol": "_offload_kernel_scale_0123456789abcdef",
+//!     "launched_by": ["demo"]
+//!   }]
+//! }
+//! ```
+//!
+//! A type argument is an array whose first element names its kind: `["bool"]`, `["char"]`,
+//! `["str"]`, `["never"]`, `["num", "u32"]`, `["adt", <item>, [<args>]]`,
+//! `["ref", <mutable>, <type>]`, `["ptr", <mutable>, <type>]`, `["array", <type>, <len>]`,
+//! `["slice", <type>]`, `["tuple", [<types>]]`; a lifetime argument is `["lifetime"]`. The
+//! `kernel` field is the instance as text (what `--print`-style dumps show); the device pass
+//! reads `item`, `args` and `symbol`. A reader refuses another `magic`, `format_version` or
+//! `rustc_commit`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rustc_data_structures::fx::FxHashSet;
+use rustc_errors::DiagCtxtHandle;
+use rustc_hir::def_id::LOCAL_CRATE;
+use rustc_middle::middle::codegen_fn_attrs::CodegenFnAttrFlags;
+use rustc_middle::mir::mono::MonoItem;
+use rustc_middle::mir::{self, TerminatorKind};
+use rustc_middle::ty::offload_kernel::{
+    ItemPath, KernelArg, KernelIdentity, KernelTy, PathComponent, args_to_ty, identity_symbol,
+};
+use rustc_middle::ty::{self, Instance, InstanceKind, TyCtxt};
+use rustc_session::config::Offload;
+use rustc_span::{Span, sym};
+use serde_json::{Value, json};
+
+use crate::errors;
+
+/// First field of every manifest.
+pub const MAGIC: &str = "rustc-offload-manifest";
+/// Version of the format described in the module documentation.
+pub const FORMAT_VERSION: u64 = 1;
+
+/// The commit of this compiler, as bootstrap passes it (`CFG_VER_HASH`).
+pub fn compiler_commit() -> &'static str {
+    option_env!("CFG_VER_HASH").unwrap_or("unknown")
+}
+
+/// The manifest path of `-Zoffload=HostMetadata=<path>`, if given.
+pub fn host_metadata_path(tcx: TyCtxt<'_>) -> Option<&str> {
+    tcx.sess.opts.unstable_opts.offload.iter().find_map(|o| match o {
+        Offload::HostMetadata(path) => Some(path.as_str()),
+        _ => None,
+    })
+}
+
+/// The manifest path of `-Zoffload=Device=<path>`, if given.
+pub fn device_manifest_path(tcx: TyCtxt<'_>) -> Option<&str> {
+    tcx.sess.opts.unstable_opts.offload.iter().find_map(|o| match o {
+        Offload::DeviceManifest(path) => Some(path.as_str()),
+        _ => None,
+    })
+}
+
+/// The kernel instances that `body` (the MIR of `instance`) launches, with the launch's span.
+/// A launch of anything but a `#[rustc_offload_kernel]` function is reported.
+fn launches_in<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    instance: Instance<'tcx>,
+    body: &mir::Body<'tcx>,
+    out: &mut Vec<(Instance<'tcx>, Span)>,
+) {
+    let typing_env = ty::TypingEnv::fully_monomorphized();
+    for block in body.basic_blocks.iter() {
+        let terminator = block.terminator();
+        let TerminatorKind::Call { func, .. } = &terminator.kind else { continue };
+        let callee_ty = instance.instantiate_mir_and_normalize_erasing_regions(
+            tcx,
+            typing_env,
+            ty::EarlyBinder::bind(func.ty(body, tcx)),
+        );
+        let ty::FnDef(callee, callee_args) = *callee_ty.kind() else { continue };
+        if !tcx.is_intrinsic(callee, sym::offload) {
+            continue;
+        }
+        let span = terminator.source_info.span;
+        let launched = callee_args.type_at(0);
+        let ty::FnDef(kernel, kernel_args) = *launched.kind() else {
+            tcx.dcx().emit_err(errors::OffloadLaunchNotAKernel { span, launched: launched.to_string() });
+            continue;
+        };
+        if !tcx.codegen_fn_attrs(kernel).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL) {
+            tcx.dcx().emit_err(errors::OffloadLaunchNotAKernel {
+                span,
+                launched: tcx.def_path_str_with_args(kernel, kernel_args),
+            });
+            continue;
+        }
+        match Instance::try_resolve(tcx, typing_env, kernel, kernel_args) {
+            Ok(Some(kernel)) => out.push((kernel, span)),
+            _ => {
+                tcx.dcx().emit_err(errors::OffloadLaunchNotAKernel {
+                    span,
+                    launched: tcx.def_path_str_with_args(kernel, kernel_args),
+                });
+            }
+        }
+    }
+}
+
+fn path_json(path: &ItemPath) -> Value {
+    let components: Vec<Value> =
+        path.components.iter().map(|c| json!([c.kind, c.name, c.disambiguator])).collect();
+    json!({ "crate": path.krate, "path": components })
+}
+
+fn ty_json(ty: &KernelTy) -> Value {
+    match ty {
+        KernelTy::Bool => json!(["bool"]),
+        KernelTy::Char => json!(["char"]),
+        KernelTy::Str => json!(["str"]),
+        KernelTy::Never => json!(["never"]),
+        KernelTy::Number(n) => json!(["num", n]),
+        KernelTy::Adt(path, args) => json!(["adt", path_json(path), args_json(args)]),
+        KernelTy::Ref { mutable, ty } => json!(["ref", mutable, ty_json(ty)]),
+        KernelTy::Ptr { mutable, ty } => json!(["ptr", mutable, ty_json(ty)]),
+        KernelTy::Array(ty, len) => json!(["array", ty_json(ty), len]),
+        KernelTy::Slice(ty) => json!(["slice", ty_json(ty)]),
+        KernelTy::Tuple(tys) => json!(["tuple", tys.iter().map(ty_json).collect::<Vec<_>>()]),
+    }
+}
+
+fn args_json(args: &[KernelArg]) -> Value {
+    Value::Array(
+        args.iter()
+            .map(|a| match a {
+                KernelArg::Type(t) => ty_json(t),
+                KernelArg::Lifetime => json!(["lifetime"]),
+            })
+            .collect(),
+    )
+}
+
+fn path_from(v: &Value) -> Option<ItemPath> {
+    let krate = v.get("crate")?.as_str()?.to_string();
+    let components = v
+        .get("path")?
+        .as_array()?
+        .iter()
+        .map(|c| {
+            let c = c.as_array()?;
+            Some(PathComponent {
+                kind: c.first()?.as_str()?.to_string(),
+                name: match c.get(1)? {
+                    Value::Null => None,
+                    name => Some(name.as_str()?.to_string()),
+                },
+                disambiguator: u32::try_from(c.get(2)?.as_u64()?).ok()?,
+            })
+        })
+        .collect::<Option<_>>()?;
+    Some(ItemPath { krate, components })
+}
+
+fn ty_from(v: &Value) -> Option<KernelTy> {
+    let v = v.as_array()?;
+    let boxed = |i: usize| ty_from(v.get(i)?).map(Box::new);
+    Some(match v.first()?.as_str()? {
+        "bool" => KernelTy::Bool,
+        "char" => KernelTy::Char,
+        "str" => KernelTy::Str,
+        "never" => KernelTy::Never,
+        "num" => KernelTy::Number(v.get(1)?.as_str()?.to_string()),
+        "adt" => KernelTy::Adt(path_from(v.get(1)?)?, args_from(v.get(2)?)?),
+        "ref" => KernelTy::Ref { mutable: v.get(1)?.as_bool()?, ty: boxed(2)? },
+        "ptr" => KernelTy::Ptr { mutable: v.get(1)?.as_bool()?, ty: boxed(2)? },
+        "array" => KernelTy::Array(boxed(1)?, v.get(2)?.as_u64()?),
+        "slice" => KernelTy::Slice(boxed(1)?),
+        "tuple" => KernelTy::Tuple(v.get(1)?.as_array()?.iter().map(ty_from).collect::<Option<_>>()?),
+        _ => return None,
+    })
+}
+
+fn args_from(v: &Value) -> Option<Vec<KernelArg>> {
+    v.as_array()?
+        .iter()
+        .map(|a| {
+            if a.as_array()?.first()?.as_str()? == "lifetime" {
+                Some(KernelArg::Lifetime)
+            } else {
+                ty_from(a).map(KernelArg::Type)
+            }
+        })
+        .collect()
+}
+
+/// The host metadata pass: collects the launches of this crate, writes the manifest to `path`.
+/// Errors are emitted; the caller stops the compilation afterwards.
+pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
+    let partitions = tcx.collect_and_partition_mono_items(());
+    let mut seen = FxHashSet::default();
+    let mut launches = Vec::new();
+    for cgu in partitions.codegen_units {
+        for item in cgu.items().keys() {
+            let MonoItem::Fn(instance) = *item else { continue };
+            let InstanceKind::Item(def_id) = instance.def else { continue };
+            if !seen.insert(instance) || !tcx.is_mir_available(def_id) {
+                continue;
+            }
+            launches_in(tcx, instance, tcx.instance_mir(instance.def), &mut launches);
+        }
+    }
+    let crate_name = tcx.crate_name(LOCAL_CRATE).to_string();
+    let mut kernels: BTreeMap<String, (KernelIdentity, String)> = BTreeMap::new();
+    for (kernel, span) in launches {
+        match KernelIdentity::of(tcx, kernel) {
+            Ok(identity) => {
+                // The symbol the device pass will give the kernel: its own name for
+                // `#[no_mangle]` kernels, otherwise the identity's (the host's copy of the
+                // kernel keeps the usual mangling).
+                let attrs = tcx.codegen_instance_attrs(kernel.def);
+                let symbol = if attrs.flags.contains(CodegenFnAttrFlags::NO_MANGLE)
+                    || attrs.symbol_name.is_some()
+                {
+                    tcx.symbol_name(kernel).name.to_string()
+                } else {
+                    identity_symbol(&identity)
+                };
+                kernels.entry(identity.to_string()).or_insert((identity, symbol));
+            }
+            Err(unsupported) => {
+                tcx.dcx().emit_err(errors::OffloadKernelUnsupported {
+                    span,
+                    kernel: kernel.to_string(),
+                    what: unsupported.0,
+                });
+            }
+        }
+    }
+    let mut graph: Vec<String> = std::iter::once(LOCAL_CRATE)
+        .chain(tcx.crates(()).iter().copied())
+        .map(|c| tcx.crate_name(c).to_string())
+        .collect();
+    graph.sort();
+    graph.dedup();
+    let kernels: Vec<Value> = kernels
+        .into_iter()
+        .map(|(text, (identity, symbol))| {
+            json!({
+                "kernel": text,
+                "item": path_json(&identity.item),
+                "args": args_json(&identity.args),
+                "symbol": symbol,
+                "launched_by": [crate_name],
+            })
+        })
+        .collect();
+    let manifest = json!({
+        "magic": MAGIC,
+        "format_version": FORMAT_VERSION,
+        "rustc_commit": compiler_commit(),
+        "crate": crate_name,
+        "crate_graph": graph,
+        "kernels": kernels,
+    });
+    // A launch that could not be recorded leaves no partial manifest behind.
+    if tcx.dcx().has_errors().is_some() {
+        return;
+    }
+    let mut text = serde_json::to_string_pretty(&manifest).expect("a JSON value always serializes");
+    text.push('\n');
+    // Written beside the target and renamed over it, so that a reader never sees half a file.
+    let tmp = format!("{path}.tmp{}", std::process::id());
+    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&tmp);
+        tcx.dcx().emit_err(errors::OffloadManifestWrite { path: path.to_string(), error: error.to_string() });
+    }
+}
+
+/// One kernel instance read from a manifest.
+struct ReadKernel {
+    text: String,
+    identity: KernelIdentity,
+    symbol: String,
+}
+
+/// A manifest as the device pass reads it.
+struct ReadManifest {
+    krate: String,
+    graph: Vec<String>,
+    kernels: Vec<ReadKernel>,
+}
+
+fn corrupt(dcx: DiagCtxtHandle<'_>, path: &str, what: &str) -> ! {
+    dcx.emit_fatal(errors::OffloadManifestCorrupt { path: path.to_string(), what: what.to_string() })
+}
+
+fn read_manifest(tcx: TyCtxt<'_>, path: &str) -> ReadManifest {
+    let dcx = tcx.dcx();
+    let bytes = match std::fs::read(Path::new(path)) {
+        Ok(bytes) => bytes,
+        Err(error) => dcx.emit_fatal(errors::OffloadManifestRead { path: path.to_string(), error: error.to_string() }),
+    };
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) if bytes.is_empty() => corrupt(dcx, path, &format!("the file is empty ({e})")),
+        Err(e) => corrupt(dcx, path, &format!("it is not a complete manifest ({e})")),
+    };
+    if value.get("magic").and_then(Value::as_str) != Some(MAGIC) {
+        corrupt(dcx, path, "its `magic` field is missing or not `rustc-offload-manifest`");
+    }
+    let version = value.get("format_version").and_then(Value::as_u64);
+    let commit = value.get("rustc_commit").and_then(Value::as_str).unwrap_or("");
+    if version != Some(FORMAT_VERSION) || commit != compiler_commit() {
+        dcx.emit_fatal(errors::OffloadManifestVersion {
+            path: path.to_string(),
+            found: format!("format {}, compiler {commit}", version.map_or("?".to_string(), |v| v.to_string())),
+            expected: format!("format {FORMAT_VERSION}, compiler {}", compiler_commit()),
+        });
+    }
+    let Some(krate) = value.get("crate").and_then(Value::as_str) else { corrupt(dcx, path, "it names no crate") };
+    let Some(graph) = value.get("crate_graph").and_then(Value::as_array) else {
+        corrupt(dcx, path, "it has no crate graph")
+    };
+    let graph: Vec<String> = graph.iter().filter_map(|g| g.as_str().map(str::to_string)).collect();
+    let Some(list) = value.get("kernels").and_then(Value::as_array) else { corrupt(dcx, path, "it has no kernel list") };
+    let mut kernels = Vec::new();
+    for k in list {
+        let text = k.get("kernel").and_then(Value::as_str);
+        let item = k.get("item").and_then(path_from);
+        let args = k.get("args").and_then(args_from);
+        let symbol = k.get("symbol").and_then(Value::as_str);
+        let (Some(text), Some(item), Some(args), Some(symbol)) = (text, item, args, symbol) else {
+            corrupt(dcx, path, "a kernel entry is incomplete");
+        };
+        kernels.push(ReadKernel {
+            text: text.to_string(),
+            identity: KernelIdentity { item, args },
+            symbol: symbol.to_string(),
+        });
+    }
+    ReadManifest { krate: krate.to_string(), graph, kernels }
+}
+
+/// The mono item roots of the device pass with `-Zoffload=Device=<path>`: the manifest's kernel
+/// instances if this crate is the manifest's crate, none if it is another crate of its graph.
+pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> {
+    if !tcx.sess.target.is_like_gpu {
+        tcx.dcx().emit_fatal(errors::OffloadDeviceOnHost {
+            path: path.to_string(),
+            target: tcx.sess.target.llvm_target.to_string(),
+        });
+    }
+    let manifest = read_manifest(tcx, path);
+    let this_crate = tcx.crate_name(LOCAL_CRATE).to_string();
+    if this_crate != manifest.krate {
+        if manifest.graph.contains(&this_crate) {
+            // A dependency of the crate that builds the device image: the image instantiates
+            // what it needs of this crate itself.
+            return Vec::new();
+        }
+        tcx.dcx().emit_fatal(errors::OffloadManifestOtherCrate {
+            path: path.to_string(),
+            manifest_crate: manifest.krate,
+            this_crate,
+        });
+    }
+    if manifest.kernels.is_empty() {
+        tcx.dcx().emit_fatal(errors::OffloadManifestEmpty { path: path.to_string() });
+    }
+    let mut roots = Vec::new();
+    for kernel in &manifest.kernels {
+        let stale = |why: &str| {
+            tcx.dcx().emit_err(errors::OffloadManifestStale {
+                path: path.to_string(),
+                kernel: kernel.text.clone(),
+                why: why.to_string(),
+            });
+        };
+        let Some(def_id) = kernel.identity.item.resolve(tcx) else {
+            stale("no such item in this crate graph");
+            continue;
+        };
+        if !tcx.def_kind(def_id).is_fn_like()
+            || !tcx.codegen_fn_attrs(def_id).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
+        {
+            stale("the item is no longer a `#[rustc_offload_kernel]` function");
+            continue;
+        }
+        if !def_id.is_local() && !tcx.is_mir_available(def_id) {
+            // An upstream `#[no_mangle]` kernel, or a crate built without the device flag.
+            tcx.dcx().emit_err(errors::OffloadKernelWithoutMir {
+                path: path.to_string(),
+                kernel: kernel.text.clone(),
+                krate: tcx.crate_name(def_id.krate).to_string(),
+            });
+            continue;
+        }
+        let Some(args) = args_to_ty(tcx, &kernel.identity.args) else {
+            stale("a generic argument names a type that no longer exists");
+            continue;
+        };
+        if args.len() != tcx.generics_of(def_id).count() {
+            stale("its number of generic arguments changed");
+            continue;
+        }
+        let typing_env = ty::TypingEnv::fully_monomorphized();
+        if !tcx.check_args_compatible(def_id, args) {
+            stale("its generic arguments no longer fit the item");
+            continue;
+        }
+        let Ok(Some(instance)) = Instance::try_resolve(tcx, typing_env, def_id, args) else {
+            stale("its generic arguments no longer fit the item");
+            continue;
+        };
+        if !MonoItem::Fn(instance).is_instantiable(tcx) {
+            stale("its generic arguments no longer satisfy the item's bounds");
+            continue;
+        }
+        if tcx.symbol_name(instance).name != kernel.symbol {
+            stale("the symbol recorded by the host metadata pass differs from this pass's");
+            continue;
+        }
+        roots.push(MonoItem::Fn(instance));
+    }
+    tcx.dcx().abort_if_errors();
+    roots
+}
+
+/// Bare `-Zoffload=Device` keeps the base behaviour (every mono root), which cannot know the
+/// instances of a generic kernel: report them instead of leaving them silently out of the
+/// device image.
+pub fn check_bare_device_generic_kernels(tcx: TyCtxt<'_>) {
+    for def_id in tcx.hir_crate_items(()).definitions() {
+        if tcx.def_kind(def_id).is_fn_like()
+            && tcx.codegen_fn_attrs(def_id).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
+            && tcx.generics_of(def_id).requires_monomorphization(tcx)
+        {
+            tcx.dcx().emit_err(errors::OffloadGenericKernelWithoutManifest {
+                span: tcx.def_span(def_id),
+                kernel: tcx.def_path_str(def_id),
+            });
+        }
+    }
+}

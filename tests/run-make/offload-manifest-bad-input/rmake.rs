@@ -1,0 +1,125 @@
+//! Bad input to the offload passes (DESIGN B1-B9): each is one clear diagnostic that names the
+//! file, kernel or flag, a non-zero exit, and never an ICE or an empty device image.
+
+//@ needs-offload
+//@ needs-llvm-components: amdgpu
+//@ only-x86_64
+
+use run_make_support::{Rustc, cwd, rfs, rustc};
+
+const TARGET: &str = "amdgcn-amd-amdhsa";
+
+fn host(input: &str) -> Rustc {
+    let mut r = rustc();
+    r.input(input).crate_type("lib").edition("2024");
+    r
+}
+
+fn device(input: &str, manifest: &str) -> Rustc {
+    let mut r = rustc();
+    r.input(input)
+        .crate_type("lib")
+        .edition("2024")
+        .target(TARGET)
+        .target_cpu("gfx90a")
+        .arg(format!("-Zoffload=Device={manifest}"));
+    r
+}
+
+/// Runs `r`, which must fail with `expected` in its stderr and no ICE.
+fn refused(mut r: Rustc, expected: &str) {
+    let out = r.run_fail();
+    out.assert_stderr_contains(expected);
+    out.assert_stderr_not_contains("internal compiler error");
+    out.assert_stderr_not_contains("panicked");
+}
+
+fn main() {
+    // A good manifest to start from.
+    host("kernel.rs").arg("-Zoffload=HostMetadata=good.json").run();
+    let good = rfs::read_to_string("good.json");
+
+    // B1: no such file.
+    refused(device("kernel.rs", "missing.json"), "cannot read the offload manifest `missing.json`");
+
+    // B2: empty, truncated, corrupted.
+    rfs::write("empty.json", "");
+    refused(device("kernel.rs", "empty.json"), "the offload manifest `empty.json` is damaged: the file is empty");
+    rfs::write("truncated.json", &good[..good.len() / 2]);
+    refused(
+        device("kernel.rs", "truncated.json"),
+        "the offload manifest `truncated.json` is damaged: it is not a complete manifest",
+    );
+    rfs::write("corrupted.json", good.replace("rustc-offload-manifest", "rustc-offload-manifesto"));
+    refused(device("kernel.rs", "corrupted.json"), "its `magic` field is missing or not `rustc-offload-manifest`");
+
+    // B3: another format version, another compiler.
+    rfs::write("v2.json", good.replace("\"format_version\": 1", "\"format_version\": 2"));
+    refused(device("kernel.rs", "v2.json"), "was written by another compiler or format (format 2");
+    let commit = good.split("\"rustc_commit\": \"").nth(1).unwrap().split('"').next().unwrap();
+    rfs::write("other-rustc.json", good.replace(commit, "0000000000000000000000000000000000000000"));
+    refused(device("kernel.rs", "other-rustc.json"), "compiler 0000000000000000000000000000000000000000");
+
+    // The device flag on the host target.
+    refused(
+        host("kernel.rs").arg("-Zoffload=Device=good.json"),
+        "`-Zoffload=Device=good.json` is the device pass, but `x86_64-unknown-linux-gnu` is not a GPU target",
+    );
+
+    // B4: the kernel was renamed since the host metadata pass.
+    let mut stale = device("kernel.rs", "good.json");
+    stale.cfg("renamed");
+    refused(stale, "the offload manifest `good.json` is stale: kernel `kernel::double`: no such item");
+
+    // B5: the manifest of another crate.
+    let mut other = device("kernel.rs", "good.json");
+    other.crate_name("unrelated");
+    refused(other, "was made for the crate `kernel`, whose crate graph has no crate `unrelated`");
+
+    // B6: an unwritable manifest path.
+    refused(
+        host("kernel.rs").arg("-Zoffload=HostMetadata=no-such-dir/out.json"),
+        "cannot write the offload manifest `no-such-dir/out.json`",
+    );
+
+    // B7: launches of a closure, a function pointer, a function without the attribute.
+    for what in ["closure", "fn_pointer", "no_attribute"] {
+        let mut r = host("not_kernels.rs");
+        r.cfg(what).arg(format!("-Zoffload=HostMetadata={what}.json"));
+        refused(r, "which is not a `#[rustc_offload_kernel]` function");
+    }
+
+    // B8: a manifest that lists nothing; a generic kernel with bare -Zoffload=Device.
+    host("nothing.rs").arg("-Zoffload=HostMetadata=nothing.json").run();
+    refused(device("nothing.rs", "nothing.json"), "the offload manifest `nothing.json` lists no kernels");
+    let mut bare = rustc();
+    bare.input("nothing.rs").crate_type("lib").edition("2024").target(TARGET).target_cpu("gfx90a");
+    bare.arg("-Zoffload=Device");
+    refused(bare, "the generic offload kernel `generic_fill` cannot be compiled by `-Zoffload=Device` without a manifest");
+
+    // B9: a cdylib with fat LTO and panic=abort through the manifest-driven device pass: the
+    // image holds the kernel, linking a GPU dynamic library is skipped with a note, and the
+    // linker's GPU flavor selection (which panics in the base compiler) is never reached.
+    host("cdylib.rs").arg("-Zoffload=HostMetadata=cdylib.json").run();
+    let dir = cwd().join("cdylib");
+    rfs::create_dir_all(&dir);
+    let out = rustc()
+        .input("cdylib.rs")
+        .crate_type("cdylib")
+        .edition("2024")
+        .target(TARGET)
+        .target_cpu("gfx90a")
+        .arg("-Clto=fat")
+        .panic("abort")
+        .out_dir(&dir)
+        .arg("-Zoffload=Device=cdylib.json")
+        .run();
+    out.assert_stderr_contains("does not link GPU executables or dynamic libraries");
+    let image = rfs::read(dir.join("host.out"));
+    let symbol = rfs::read_to_string("cdylib.json");
+    let symbol = symbol.split("\"symbol\": \"").nth(1).unwrap().split('"').next().unwrap();
+    assert!(
+        image.windows(symbol.len()).any(|w| w == symbol.as_bytes()),
+        "the device image does not define the kernel {symbol}"
+    );
+}
