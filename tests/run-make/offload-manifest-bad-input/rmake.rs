@@ -5,7 +5,23 @@
 //@ needs-llvm-components: amdgpu
 //@ only-x86_64
 
-use run_make_support::{Rustc, cwd, rfs, rustc};
+use run_make_support::{Rustc, cwd, rfs};
+
+/// `rustc` with `-Zunstable-options`, which every `-Zoffload` mode requires.
+
+/// The stage-1 sysroot's libraries for the GPU targets, which `./x.py build` keeps beside
+/// bootstrap's sysroot (bootstrap's test run assembles a sysroot for the host only).
+fn gpu_sysroot() -> std::path::PathBuf {
+    let sysroot = std::path::PathBuf::from(run_make_support::env_var("BUILD_ROOT")).join("offload-gpu-sysroot");
+    assert!(sysroot.exists(), "{} is missing: run `./x.py build`", sysroot.display());
+    sysroot
+}
+
+fn rustc() -> Rustc {
+    let mut r = run_make_support::rustc();
+    r.arg("-Zunstable-options");
+    r
+}
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 
@@ -21,13 +37,14 @@ fn device(input: &str, manifest: &str) -> Rustc {
         .crate_type("lib")
         .edition("2024")
         .target(TARGET)
+            .sysroot(gpu_sysroot())
         .target_cpu("gfx90a")
         .arg(format!("-Zoffload=Device={manifest}"));
     r
 }
 
 /// Runs `r`, which must fail with `expected` in its stderr and no ICE.
-fn refused(mut r: Rustc, expected: &str) {
+fn refused(r: &mut Rustc, expected: &str) {
     let out = r.run_fail();
     out.assert_stderr_contains(expected);
     out.assert_stderr_not_contains("internal compiler error");
@@ -40,25 +57,25 @@ fn main() {
     let good = rfs::read_to_string("good.json");
 
     // B1: no such file.
-    refused(device("kernel.rs", "missing.json"), "cannot read the offload manifest `missing.json`");
+    refused(&mut device("kernel.rs", "missing.json"), "cannot read the offload manifest `missing.json`");
 
     // B2: empty, truncated, corrupted.
     rfs::write("empty.json", "");
-    refused(device("kernel.rs", "empty.json"), "the offload manifest `empty.json` is damaged: the file is empty");
+    refused(&mut device("kernel.rs", "empty.json"), "the offload manifest `empty.json` is damaged: the file is empty");
     rfs::write("truncated.json", &good[..good.len() / 2]);
     refused(
-        device("kernel.rs", "truncated.json"),
+        &mut device("kernel.rs", "truncated.json"),
         "the offload manifest `truncated.json` is damaged: it is not a complete manifest",
     );
     rfs::write("corrupted.json", good.replace("rustc-offload-manifest", "rustc-offload-manifesto"));
-    refused(device("kernel.rs", "corrupted.json"), "its `magic` field is missing or not `rustc-offload-manifest`");
+    refused(&mut device("kernel.rs", "corrupted.json"), "its `magic` field is missing or not `rustc-offload-manifest`");
 
     // B3: another format version, another compiler.
     rfs::write("v2.json", good.replace("\"format_version\": 1", "\"format_version\": 2"));
-    refused(device("kernel.rs", "v2.json"), "was written by another compiler or format (format 2");
+    refused(&mut device("kernel.rs", "v2.json"), "was written by another compiler or format (format 2");
     let commit = good.split("\"rustc_commit\": \"").nth(1).unwrap().split('"').next().unwrap();
     rfs::write("other-rustc.json", good.replace(commit, "0000000000000000000000000000000000000000"));
-    refused(device("kernel.rs", "other-rustc.json"), "compiler 0000000000000000000000000000000000000000");
+    refused(&mut device("kernel.rs", "other-rustc.json"), "compiler 0000000000000000000000000000000000000000");
 
     // The device flag on the host target.
     refused(
@@ -69,12 +86,12 @@ fn main() {
     // B4: the kernel was renamed since the host metadata pass.
     let mut stale = device("kernel.rs", "good.json");
     stale.cfg("renamed");
-    refused(stale, "the offload manifest `good.json` is stale: kernel `kernel::double`: no such item");
+    refused(&mut stale, "the offload manifest `good.json` is stale: kernel `kernel::double`: no such item");
 
     // B5: the manifest of another crate.
     let mut other = device("kernel.rs", "good.json");
     other.crate_name("unrelated");
-    refused(other, "was made for the crate `kernel`, whose crate graph has no crate `unrelated`");
+    refused(&mut other, "was made for the crate `kernel`, whose crate graph has no crate `unrelated`");
 
     // B6: an unwritable manifest path.
     refused(
@@ -86,16 +103,17 @@ fn main() {
     for what in ["closure", "fn_pointer", "no_attribute"] {
         let mut r = host("not_kernels.rs");
         r.cfg(what).arg(format!("-Zoffload=HostMetadata={what}.json"));
-        refused(r, "which is not a `#[rustc_offload_kernel]` function");
+        refused(&mut r, "which is not a `#[rustc_offload_kernel]` function");
     }
 
     // B8: a manifest that lists nothing; a generic kernel with bare -Zoffload=Device.
     host("nothing.rs").arg("-Zoffload=HostMetadata=nothing.json").run();
-    refused(device("nothing.rs", "nothing.json"), "the offload manifest `nothing.json` lists no kernels");
+    refused(&mut device("nothing.rs", "nothing.json"), "the offload manifest `nothing.json` lists no kernels");
     let mut bare = rustc();
-    bare.input("nothing.rs").crate_type("lib").edition("2024").target(TARGET).target_cpu("gfx90a");
+    bare.input("nothing.rs").crate_type("lib").edition("2024").target(TARGET)
+            .sysroot(gpu_sysroot()).target_cpu("gfx90a");
     bare.arg("-Zoffload=Device");
-    refused(bare, "the generic offload kernel `generic_fill` cannot be compiled by `-Zoffload=Device` without a manifest");
+    refused(&mut bare, "the generic offload kernel `generic_fill` cannot be compiled by `-Zoffload=Device` without a manifest");
 
     // B9: a cdylib with fat LTO and panic=abort through the manifest-driven device pass: the
     // image holds the kernel, linking a GPU dynamic library is skipped with a note, and the
@@ -108,6 +126,7 @@ fn main() {
         .crate_type("cdylib")
         .edition("2024")
         .target(TARGET)
+            .sysroot(gpu_sysroot())
         .target_cpu("gfx90a")
         .arg("-Clto=fat")
         .panic("abort")

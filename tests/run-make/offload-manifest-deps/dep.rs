@@ -20,5 +20,5 @@ pub fn smooth(v: f32) -> f32 {
 
 /// Reached by nothing.
 pub fn unreached_dep_function(v: f32) -> f32 {
-    v.sqrt()
+    v.abs() * 3.0
 }

@@ -12,7 +12,34 @@
 use std::collections::BTreeSet;
 
 use run_make_support::serde_json::{self, Value};
-use run_make_support::{cmd, cwd, llvm_bin_dir, llvm_dis, llvm_nm, rfs, rustc};
+use run_make_support::llvm::llvm_bin_dir;
+use run_make_support::{Rustc, cmd, cwd, rfs};
+
+/// `rustc` with `-Zunstable-options`, which every `-Zoffload` mode requires.
+
+/// The stage-1 sysroot's libraries for the GPU targets, which `./x.py build` keeps beside
+/// bootstrap's sysroot (bootstrap's test run assembles a sysroot for the host only).
+
+/// An LLVM tool of the LLVM the compiler was built with. Debian puts the unversioned tools
+/// beside FileCheck (`/usr/lib/llvm-<N>/bin`), while `LLVM_BIN_DIR` is where `llvm-config-<N>`
+/// lives (`/usr/bin`, versioned names only).
+fn llvm_tool(name: &str) -> std::path::PathBuf {
+    let filecheck = std::path::PathBuf::from(run_make_support::env_var("LLVM_FILECHECK"));
+    let beside_filecheck = filecheck.parent().unwrap().join(name);
+    if beside_filecheck.exists() { beside_filecheck } else { llvm_bin_dir().join(name) }
+}
+
+fn gpu_sysroot() -> std::path::PathBuf {
+    let sysroot = std::path::PathBuf::from(run_make_support::env_var("BUILD_ROOT")).join("offload-gpu-sysroot");
+    assert!(sysroot.exists(), "{} is missing: run `./x.py build`", sysroot.display());
+    sysroot
+}
+
+fn rustc() -> Rustc {
+    let mut r = run_make_support::rustc();
+    r.arg("-Zunstable-options");
+    r
+}
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 
@@ -51,6 +78,7 @@ fn main() {
         .crate_type("rlib")
         .edition("2024")
         .target(TARGET)
+            .sysroot(gpu_sysroot())
         .target_cpu("gfx90a")
         .metadata("dep-device")
         .opt_level("3")
@@ -63,6 +91,7 @@ fn main() {
         .crate_type("lib")
         .edition("2024")
         .target(TARGET)
+            .sysroot(gpu_sysroot())
         .target_cpu("gfx90a")
         .metadata("root-device")
         .opt_level("3")
@@ -73,11 +102,11 @@ fn main() {
         .run();
     let image = device_dir.join("host.out");
     let bc = device_dir.join("image.bc");
-    cmd(llvm_bin_dir().join("llvm-offload-binary"))
+    cmd(llvm_tool("llvm-offload-binary"))
         .arg(&image)
         .arg(format!("--image=file={},triple={TARGET}", bc.display()))
         .run();
-    let ir = llvm_dis().input(&bc).output("-").run().stdout_utf8();
+    let ir = cmd(llvm_tool("llvm-dis")).arg(&bc).arg("-o").arg("-").run().stdout_utf8();
     let exported: BTreeSet<String> = ir
         .lines()
         .filter(|l| l.starts_with("define ") && !l.starts_with("define internal ") && !l.starts_with("define private "))
@@ -105,7 +134,7 @@ fn main() {
         .out_dir(&host_dir)
         .arg(format!("-Zoffload=Host={}", image.display()))
         .run();
-    let nm = llvm_nm().input(host_dir.join("host.o")).run().stdout_utf8();
+    let nm = cmd(llvm_tool("llvm-nm")).arg(host_dir.join("host.o")).run().stdout_utf8();
     let entries: BTreeSet<String> = nm
         .lines()
         .filter_map(|l| l.split_whitespace().last())

@@ -11,7 +11,34 @@
 use std::collections::BTreeSet;
 
 use run_make_support::serde_json::{self, Value};
-use run_make_support::{cmd, cwd, llvm_bin_dir, llvm_dis, llvm_nm, rfs, rustc};
+use run_make_support::llvm::llvm_bin_dir;
+use run_make_support::{Rustc, cmd, cwd, rfs};
+
+/// `rustc` with `-Zunstable-options`, which every `-Zoffload` mode requires.
+
+/// The stage-1 sysroot's libraries for the GPU targets, which `./x.py build` keeps beside
+/// bootstrap's sysroot (bootstrap's test run assembles a sysroot for the host only).
+
+/// An LLVM tool of the LLVM the compiler was built with. Debian puts the unversioned tools
+/// beside FileCheck (`/usr/lib/llvm-<N>/bin`), while `LLVM_BIN_DIR` is where `llvm-config-<N>`
+/// lives (`/usr/bin`, versioned names only).
+fn llvm_tool(name: &str) -> std::path::PathBuf {
+    let filecheck = std::path::PathBuf::from(run_make_support::env_var("LLVM_FILECHECK"));
+    let beside_filecheck = filecheck.parent().unwrap().join(name);
+    if beside_filecheck.exists() { beside_filecheck } else { llvm_bin_dir().join(name) }
+}
+
+fn gpu_sysroot() -> std::path::PathBuf {
+    let sysroot = std::path::PathBuf::from(run_make_support::env_var("BUILD_ROOT")).join("offload-gpu-sysroot");
+    assert!(sysroot.exists(), "{} is missing: run `./x.py build`", sysroot.display());
+    sysroot
+}
+
+fn rustc() -> Rustc {
+    let mut r = run_make_support::rustc();
+    r.arg("-Zunstable-options");
+    r
+}
 
 /// The kernel instances `kernels.rs` launches, as the manifest prints them.
 const EXPECTED_KERNELS: &[&str] = &[
@@ -75,6 +102,7 @@ fn main() {
             .crate_type("lib")
             .edition("2024")
             .target(target)
+            .sysroot(gpu_sysroot())
             .metadata("device-side")
             .opt_level("3")
             .out_dir(&dir)
@@ -87,11 +115,11 @@ fn main() {
         // The image's bitcode, as the offload runtime will get it.
         let image = dir.join("host.out");
         let bc = dir.join("image.bc");
-        cmd(llvm_bin_dir().join("llvm-offload-binary"))
+        cmd(llvm_tool("llvm-offload-binary"))
             .arg(&image)
             .arg(format!("--image=file={},triple={target}", bc.display()))
             .run();
-        let ir = llvm_dis().input(&bc).output("-").run().stdout_utf8();
+        let ir = cmd(llvm_tool("llvm-dis")).arg(&bc).arg("-o").arg("-").run().stdout_utf8();
         let defined: Vec<&str> = ir.lines().filter(|l| l.starts_with("define ")).collect();
         let exported: BTreeSet<String> = defined
             .iter()
@@ -134,7 +162,7 @@ fn main() {
             .arg(format!("-Zoffload=Host={}", image.display()))
             .run();
         // Each launched kernel gets one offload entry, named by its symbol; nothing else does.
-        let nm = llvm_nm().input(host_dir.join("host.o")).run().stdout_utf8();
+        let nm = cmd(llvm_tool("llvm-nm")).arg(host_dir.join("host.o")).run().stdout_utf8();
         let entries: BTreeSet<String> = nm
             .lines()
             .filter_map(|l| l.split_whitespace().last())

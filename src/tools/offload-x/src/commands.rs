@@ -122,6 +122,55 @@ pub fn build(project: &Path, cache: &Cache) -> Result<()> {
     );
     bootstrap(cache, "BUILD", &["build", "--stage", "1", "library", "--target", &targets])?;
     timer.done();
+    save_gpu_sysroot(cache)?;
+    Ok(())
+}
+
+/// Where the GPU targets' libraries are kept beside bootstrap's stage-1 sysroot:
+/// `build/<host>/offload-gpu-sysroot/lib/rustlib/<target>/lib`. Bootstrap assembles the stage-1
+/// sysroot afresh in every invocation, with only the targets of that invocation (an
+/// `x.py test` removes the GPU ones), so the run-make tests compile for the GPU with
+/// `--sysroot $BUILD_ROOT/offload-gpu-sysroot`, and the harness puts the libraries back.
+pub fn gpu_sysroot(cache: &Cache) -> PathBuf {
+    cache.build().join(HOST).join("offload-gpu-sysroot")
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    let _ = fs::remove_dir_all(to);
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            fs::copy(entry.path(), to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies the GPU targets' libraries from the stage-1 sysroot to [`gpu_sysroot`].
+fn save_gpu_sysroot(cache: &Cache) -> Result<()> {
+    for (target, _) in GPU_TARGETS {
+        let rel = format!("lib/rustlib/{target}/lib");
+        copy_dir(&cache.stage1().join(&rel), &gpu_sysroot(cache).join(&rel)).map_err(|e| Failure {
+            step: "BUILD",
+            message: format!("cannot save the {target} libraries of the stage-1 sysroot: {e}"),
+        })?;
+    }
+    Ok(())
+}
+
+/// Puts the GPU targets' libraries back into the stage-1 sysroot after a bootstrap invocation
+/// that removed them, so that `./x.py rustc --target <gpu>` keeps working.
+fn restore_gpu_sysroot(cache: &Cache) -> Result<()> {
+    for (target, _) in GPU_TARGETS {
+        let rel = format!("lib/rustlib/{target}/lib");
+        if !cache.stage1().join(&rel).exists() {
+            copy_dir(&gpu_sysroot(cache).join(&rel), &cache.stage1().join(&rel)).map_err(|e| Failure {
+                step: "TEST",
+                message: format!("cannot restore the {target} libraries of the stage-1 sysroot: {e}"),
+            })?;
+        }
+    }
     Ok(())
 }
 
@@ -158,9 +207,13 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
         suites.extend(our_suites(project));
     }
     let timer = Timer::start("TEST", format!("compiletest at stage 1: {}", suites.join(" ")));
-    let mut args = vec!["test", "--stage", "1"];
+    // `--force-rerun`: compiletest would otherwise skip tests whose last run passed with this
+    // compiler, and a test command that runs nothing proves nothing.
+    let mut args = vec!["test", "--stage", "1", "--force-rerun"];
     args.extend(suites.iter().map(String::as_str));
-    bootstrap(cache, "TEST", &args)?;
+    let tested = bootstrap(cache, "TEST", &args);
+    restore_gpu_sysroot(cache)?;
+    tested?;
     timer.done();
     Ok(())
 }
