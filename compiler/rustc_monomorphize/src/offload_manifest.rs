@@ -7,8 +7,8 @@
 //!
 //! # Who writes it
 //!
-//! The *host metadata pass* (`-Zoffload=HostMetadata=<path>`, host target) runs mono item
-//! collection as for codegen, then scans the MIR of every collected function for calls of
+//! The *host metadata pass* (`-Zoffload=HostMetadata=<path>`, host target) runs eager mono
+//! item collection (every non-generic function of the crate is a root), then scans the MIR of every collected function for calls of
 //! `core::intrinsics::offload`. The first generic argument of each call is the launched
 //! function's type; it must be the `FnDef` of a `#[rustc_offload_kernel]` function, and the
 //! instance it resolves to (generic arguments included) is recorded. Because collection starts
@@ -85,6 +85,7 @@ use rustc_session::config::Offload;
 use rustc_span::{Span, sym};
 use serde_json::{Value, json};
 
+use crate::collector::MonoItemCollectionStrategy;
 use crate::errors;
 
 /// First field of every manifest.
@@ -248,18 +249,19 @@ fn args_from(v: &Value) -> Option<Vec<KernelArg>> {
 /// The host metadata pass: collects the launches of this crate, writes the manifest to `path`.
 /// Errors are emitted; the caller stops the compilation afterwards.
 pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
-    let partitions = tcx.collect_and_partition_mono_items(());
+    // Eager collection: every non-generic function of the crate is a root, including the small
+    // ones that are cross-crate inlinable (codegened only by the crates that call them, and so
+    // never placed in a codegen unit of this crate), and everything they reach.
+    let (items, _) = crate::collector::collect_crate_mono_items(tcx, MonoItemCollectionStrategy::Eager);
     let mut seen = FxHashSet::default();
     let mut launches = Vec::new();
-    for cgu in partitions.codegen_units {
-        for item in cgu.items().keys() {
-            let MonoItem::Fn(instance) = *item else { continue };
-            let InstanceKind::Item(def_id) = instance.def else { continue };
-            if !seen.insert(instance) || !tcx.is_mir_available(def_id) {
-                continue;
-            }
-            launches_in(tcx, instance, tcx.instance_mir(instance.def), &mut launches);
+    for item in items {
+        let MonoItem::Fn(instance) = item else { continue };
+        let InstanceKind::Item(def_id) = instance.def else { continue };
+        if !seen.insert(instance) || !tcx.is_mir_available(def_id) {
+            continue;
         }
+        launches_in(tcx, instance, tcx.instance_mir(instance.def), &mut launches);
     }
     let crate_name = tcx.crate_name(LOCAL_CRATE).to_string();
     let mut kernels: BTreeMap<String, (KernelIdentity, String)> = BTreeMap::new();

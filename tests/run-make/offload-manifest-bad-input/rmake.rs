@@ -7,21 +7,9 @@
 
 use run_make_support::{Rustc, cwd, rfs};
 
-/// `rustc` with `-Zunstable-options`, which every `-Zoffload` mode requires.
-
-/// The stage-1 sysroot's libraries for the GPU targets, which `./x.py build` keeps beside
-/// bootstrap's sysroot (bootstrap's test run assembles a sysroot for the host only).
-fn gpu_sysroot() -> std::path::PathBuf {
-    let sysroot = std::path::PathBuf::from(run_make_support::env_var("BUILD_ROOT")).join("offload-gpu-sysroot");
-    assert!(sysroot.exists(), "{} is missing: run `./x.py build`", sysroot.display());
-    sysroot
-}
-
-fn rustc() -> Rustc {
-    let mut r = run_make_support::rustc();
-    r.arg("-Zunstable-options");
-    r
-}
+#[path = "../offload-manifest/helpers.rs"]
+mod helpers;
+use helpers::{gpu_sysroot, rustc};
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 

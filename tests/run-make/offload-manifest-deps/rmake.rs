@@ -12,34 +12,11 @@
 use std::collections::BTreeSet;
 
 use run_make_support::serde_json::{self, Value};
-use run_make_support::llvm::llvm_bin_dir;
-use run_make_support::{Rustc, cmd, cwd, rfs};
+use run_make_support::{cwd, rfs};
 
-/// `rustc` with `-Zunstable-options`, which every `-Zoffload` mode requires.
-
-/// The stage-1 sysroot's libraries for the GPU targets, which `./x.py build` keeps beside
-/// bootstrap's sysroot (bootstrap's test run assembles a sysroot for the host only).
-
-/// An LLVM tool of the LLVM the compiler was built with. Debian puts the unversioned tools
-/// beside FileCheck (`/usr/lib/llvm-<N>/bin`), while `LLVM_BIN_DIR` is where `llvm-config-<N>`
-/// lives (`/usr/bin`, versioned names only).
-fn llvm_tool(name: &str) -> std::path::PathBuf {
-    let filecheck = std::path::PathBuf::from(run_make_support::env_var("LLVM_FILECHECK"));
-    let beside_filecheck = filecheck.parent().unwrap().join(name);
-    if beside_filecheck.exists() { beside_filecheck } else { llvm_bin_dir().join(name) }
-}
-
-fn gpu_sysroot() -> std::path::PathBuf {
-    let sysroot = std::path::PathBuf::from(run_make_support::env_var("BUILD_ROOT")).join("offload-gpu-sysroot");
-    assert!(sysroot.exists(), "{} is missing: run `./x.py build`", sysroot.display());
-    sysroot
-}
-
-fn rustc() -> Rustc {
-    let mut r = run_make_support::rustc();
-    r.arg("-Zunstable-options");
-    r
-}
+#[path = "../offload-manifest/helpers.rs"]
+mod helpers;
+use helpers::{exported_functions, gpu_sysroot, image_ir, offload_entries, rustc, undefined_functions};
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 
@@ -101,23 +78,13 @@ fn main() {
         .arg(format!("-Zoffload=Device={}", manifest.display()))
         .run();
     let image = device_dir.join("host.out");
-    let bc = device_dir.join("image.bc");
-    cmd(llvm_tool("llvm-offload-binary"))
-        .arg(&image)
-        .arg(format!("--image=file={},triple={TARGET}", bc.display()))
-        .run();
-    let ir = cmd(llvm_tool("llvm-dis")).arg(&bc).arg("-o").arg("-").run().stdout_utf8();
-    let exported: BTreeSet<String> = ir
-        .lines()
-        .filter(|l| l.starts_with("define ") && !l.starts_with("define internal ") && !l.starts_with("define private "))
-        .map(|l| l[l.find(" @").unwrap() + 2..].split('(').next().unwrap().to_string())
-        .collect();
+    let ir = image_ir(&image, TARGET);
+    let exported = exported_functions(&ir);
     assert_eq!(exported, symbols);
     assert!(!ir.contains("unreached_dep_function"), "an unreached dependency function is in the image");
     // Everything the kernels call (the dependency's `smooth`, core's `clamp`) is instantiated
     // in the image: nothing is left to resolve but LLVM intrinsics.
-    let external: Vec<&str> =
-        ir.lines().filter(|l| l.starts_with("declare ") && !l.contains("@llvm.")).collect();
+    let external = undefined_functions(&ir);
     assert!(external.is_empty(), "the image leaves functions undefined: {external:?}");
 
     // Host pass.
@@ -134,12 +101,6 @@ fn main() {
         .out_dir(&host_dir)
         .arg(format!("-Zoffload=Host={}", image.display()))
         .run();
-    let nm = cmd(llvm_tool("llvm-nm")).arg(host_dir.join("host.o")).run().stdout_utf8();
-    let entries: BTreeSet<String> = nm
-        .lines()
-        .filter_map(|l| l.split_whitespace().last())
-        .filter_map(|name| name.strip_prefix(".offloading.entry_name."))
-        .map(str::to_string)
-        .collect();
+    let entries = offload_entries(&host_dir.join("host.o"));
     assert_eq!(entries, symbols);
 }

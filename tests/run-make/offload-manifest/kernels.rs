@@ -42,6 +42,15 @@ pub fn clamp_abs(x: *mut [f32; 64], hi: f32) {
     }
 }
 
+/// A kernel launched only from a small function that, at opt-level 3, is cross-crate
+/// inlinable and so not codegened in this crate.
+#[rustc_offload_kernel]
+pub fn negate(x: *mut [f32; 64]) {
+    for v in unsafe { &mut *x }.iter_mut() {
+        *v = -*v;
+    }
+}
+
 /// A kernel that nothing launches (S7).
 #[rustc_offload_kernel]
 pub fn never_launched(x: *mut [f32; 64]) {
@@ -69,4 +78,10 @@ pub fn run_all(x: &mut [f32; 64], y: &mut [u32; 64], z: &mut [f64; 64]) {
     launch_scale::<f64>(z, 3.0);
     launch_scale::<u32>(y, 5);
     core::intrinsics::offload::<_, _, ()>(clamp_abs, [1, 1, 1], [64, 1, 1], (x as *mut _, 1.0f32));
+}
+
+/// A leaf launch helper: cross-crate inlinable at opt-level 3.
+#[cfg(target_arch = "x86_64")]
+pub fn launch_negate(x: &mut [f32; 64]) {
+    core::intrinsics::offload::<_, _, ()>(negate, [1, 1, 1], [64, 1, 1], (x as *mut _,))
 }

@@ -11,40 +11,17 @@
 use std::collections::BTreeSet;
 
 use run_make_support::serde_json::{self, Value};
-use run_make_support::llvm::llvm_bin_dir;
-use run_make_support::{Rustc, cmd, cwd, rfs};
+use run_make_support::{cwd, rfs};
 
-/// `rustc` with `-Zunstable-options`, which every `-Zoffload` mode requires.
-
-/// The stage-1 sysroot's libraries for the GPU targets, which `./x.py build` keeps beside
-/// bootstrap's sysroot (bootstrap's test run assembles a sysroot for the host only).
-
-/// An LLVM tool of the LLVM the compiler was built with. Debian puts the unversioned tools
-/// beside FileCheck (`/usr/lib/llvm-<N>/bin`), while `LLVM_BIN_DIR` is where `llvm-config-<N>`
-/// lives (`/usr/bin`, versioned names only).
-fn llvm_tool(name: &str) -> std::path::PathBuf {
-    let filecheck = std::path::PathBuf::from(run_make_support::env_var("LLVM_FILECHECK"));
-    let beside_filecheck = filecheck.parent().unwrap().join(name);
-    if beside_filecheck.exists() { beside_filecheck } else { llvm_bin_dir().join(name) }
-}
-
-fn gpu_sysroot() -> std::path::PathBuf {
-    let sysroot = std::path::PathBuf::from(run_make_support::env_var("BUILD_ROOT")).join("offload-gpu-sysroot");
-    assert!(sysroot.exists(), "{} is missing: run `./x.py build`", sysroot.display());
-    sysroot
-}
-
-fn rustc() -> Rustc {
-    let mut r = run_make_support::rustc();
-    r.arg("-Zunstable-options");
-    r
-}
+mod helpers;
+use helpers::{exported_functions, gpu_sysroot, image_ir, offload_entries, rustc, undefined_functions};
 
 /// The kernel instances `kernels.rs` launches, as the manifest prints them.
 const EXPECTED_KERNELS: &[&str] = &[
     "kernels::a::fill",
     "kernels::b::fill",
     "kernels::clamp_abs",
+    "kernels::negate",
     "kernels::scale::<f32>",
     "kernels::scale::<f64>",
     "kernels::scale::<u32>",
@@ -53,12 +30,13 @@ const EXPECTED_KERNELS: &[&str] = &[
 fn main() {
     let manifest = cwd().join("kernels.manifest.json");
 
-    // Host metadata pass.
+    // Host metadata pass, at opt-level 3 (where `launch_negate` is cross-crate inlinable).
     rustc()
         .input("kernels.rs")
         .crate_name("kernels")
         .crate_type("lib")
         .edition("2024")
+        .opt_level("3")
         .metadata("host-side")
         .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
         .run();
@@ -113,23 +91,10 @@ fn main() {
         device.run();
 
         // The image's bitcode, as the offload runtime will get it.
+        let ir = image_ir(&dir.join("host.out"), target);
         let image = dir.join("host.out");
-        let bc = dir.join("image.bc");
-        cmd(llvm_tool("llvm-offload-binary"))
-            .arg(&image)
-            .arg(format!("--image=file={},triple={target}", bc.display()))
-            .run();
-        let ir = cmd(llvm_tool("llvm-dis")).arg(&bc).arg("-o").arg("-").run().stdout_utf8();
-        let defined: Vec<&str> = ir.lines().filter(|l| l.starts_with("define ")).collect();
-        let exported: BTreeSet<String> = defined
-            .iter()
-            .filter(|l| !l.starts_with("define internal ") && !l.starts_with("define private "))
-            .map(|l| {
-                let at = l.find(" @").unwrap() + 2;
-                l[at..].split('(').next().unwrap().to_string()
-            })
-            .collect();
-        assert_eq!(exported, symbols, "{target}: the image must export exactly the manifest's kernels");
+        let defined = ir.lines().filter(|l| l.starts_with("define ")).count();
+        assert_eq!(exported_functions(&ir), symbols, "{target}: the image must export exactly the manifest's kernels");
         for symbol in &symbols {
             assert!(
                 ir.contains(&format!("define {kernel_cc} void @{symbol}(")),
@@ -141,10 +106,9 @@ fn main() {
         }
         // The helpers the kernels reach (core's `abs`, `min`, iterators) are instantiated in
         // the image: nothing is left to resolve but LLVM intrinsics.
-        let external: Vec<&str> =
-            ir.lines().filter(|l| l.starts_with("declare ") && !l.contains("@llvm.")).collect();
+        let external = undefined_functions(&ir);
         assert!(external.is_empty(), "{target}: the image leaves functions undefined: {external:?}");
-        println!("{target}: {} functions defined, {} kernels", defined.len(), symbols.len());
+        println!("{target}: {defined} functions defined, {} kernels", symbols.len());
 
         // Host pass: launches under the device pass's symbols.
         let host_dir = cwd().join(format!("host-{target}"));
@@ -162,13 +126,22 @@ fn main() {
             .arg(format!("-Zoffload=Host={}", image.display()))
             .run();
         // Each launched kernel gets one offload entry, named by its symbol; nothing else does.
-        let nm = cmd(llvm_tool("llvm-nm")).arg(host_dir.join("host.o")).run().stdout_utf8();
-        let entries: BTreeSet<String> = nm
-            .lines()
-            .filter_map(|l| l.split_whitespace().last())
-            .filter_map(|name| name.strip_prefix(".offloading.entry_name."))
-            .map(str::to_string)
-            .collect();
-        assert_eq!(entries, symbols, "{target}: the host object's offload entries");
+        let entries = offload_entries(&host_dir.join("host.o"));
+        // `launch_negate` is cross-crate inlinable at opt-level 3: its callers codegen it, and
+        // with it the launch of `negate`. Everything else is launched from this crate.
+        let negate = entries_of(&json, "kernels::negate");
+        let launched_here: BTreeSet<String> = symbols.iter().filter(|s| **s != negate).cloned().collect();
+        assert_eq!(entries, launched_here, "{target}: the host object's offload entries");
     }
+}
+
+/// The symbol the manifest gives the kernel instance `kernel`.
+fn entries_of(json: &Value, kernel: &str) -> String {
+    json["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kernel"] == kernel)
+        .map(|k| k["symbol"].as_str().unwrap().to_string())
+        .unwrap()
 }
