@@ -16,9 +16,16 @@ cache = os.environ.get("OFFLOAD_FORK_CACHE") or os.path.expanduser("~/.cache/off
 env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(cache, "tools-target"),
            OFFLOAD_FORK_PROJECT=here)
 env.pop("RUSTUP_TOOLCHAIN", None)
+# The user's flags are for the fork's compiler (`./x.py cargo`), not for building the harness
+# with the stable stage-0 toolchain.
+build_env = {k: v for k, v in env.items()
+             if k not in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "RUSTC_WRAPPER",
+                          "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_TARGET", "RUSTC")}
 build = subprocess.run([cargo, "build", "--quiet", "--release", "--manifest-path",
-                        os.path.join(here, "Cargo.toml"), "-p", "offload-x"], env=env)
+                        os.path.join(here, "Cargo.toml"), "-p", "offload-x"], env=build_env)
 if build.returncode != 0:
     sys.exit("error: [CHECK] the harness (src/tools/offload-x) does not build; see above")
 tool = os.path.join(cache, "tools-target", "release", "offload-x")
-sys.exit(subprocess.run([tool] + sys.argv[1:], env=env).returncode)
+# The harness gets the caller's environment as it was (`./x.py cargo` passes CARGO_* on).
+run_env = dict(os.environ, OFFLOAD_FORK_PROJECT=here)
+sys.exit(subprocess.run([tool] + sys.argv[1:], env=run_env).returncode)

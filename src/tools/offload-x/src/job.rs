@@ -18,6 +18,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::cache::Cache;
+use crate::pins::GPU_TARGETS;
 use crate::sysroot::Enter;
 use crate::ui::{Failure, Result, Timer, fail, say};
 
@@ -56,20 +57,29 @@ fn run_in(cache: &Cache, cwd: &Path, program: impl Into<std::ffi::OsString>, arg
 /// Reads `image` (an offload image written by a device pass): extracts its bitcode and lists
 /// what it defines.
 pub fn inspect_image(cache: &Cache, image: &Path) -> Result<ImageReport> {
+    inspect_image_for(cache, image, DEVICE_TARGET)
+}
+
+/// [`inspect_image`] for the image of `target`.
+pub fn inspect_image_for(cache: &Cache, image: &Path, target: &str) -> Result<ImageReport> {
     let dir = image.parent().unwrap().to_path_buf();
     let image_bytes = fs::metadata(image)
         .map_err(|e| Failure { step: STEP, message: format!("no device image at {}: {e}", image.display()) })?
         .len();
-    let bc = dir.join("image-device.bc");
+    // Extracted into the cache, never beside the user's image.
+    let scratch = cache.job().join("inspect");
+    fs::create_dir_all(&scratch)
+        .map_err(|e| Failure { step: STEP, message: format!("cannot create {}: {e}", scratch.display()) })?;
+    let bc = scratch.join("image-device.bc");
     let _ = fs::remove_file(&bc);
     run_in(
         cache,
         &dir,
         "llvm-offload-binary",
-        &[image.display().to_string(), format!("--image=file={},triple={DEVICE_TARGET}", bc.display())],
+        &[image.display().to_string(), format!("--image=file={},triple={target}", bc.display())],
     )?;
     if !bc.exists() {
-        return fail(STEP, format!("{} holds no {DEVICE_TARGET} image", image.display()));
+        return fail(STEP, format!("{} holds no {target} image", image.display()));
     }
     let ir = run_in(cache, &dir, "llvm-dis", &[bc.display().to_string(), "-o".into(), "-".into()])?;
     let mut kernels = Vec::new();
@@ -102,6 +112,24 @@ pub struct PipelineReport {
     pub manifest: Option<PathBuf>,
     pub image: ImageReport,
     pub host_object: PathBuf,
+}
+
+/// `./x.py image PATH`: what the offload image at `path` holds, for whichever GPU target it
+/// was built.
+pub fn print_image(cache: &Cache, path: &Path) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let listing = run_in(cache, dir, "llvm-offload-binary", &[path.display().to_string()])
+        .unwrap_or_default();
+    let target = GPU_TARGETS
+        .iter()
+        .map(|(t, _)| *t)
+        .find(|t| listing.contains(t))
+        .unwrap_or(DEVICE_TARGET);
+    let report = inspect_image_for(cache, path, target)?;
+    say(STEP, format!("image {} ({} bytes), {target}", report.image.display(), report.image_bytes));
+    say(STEP, format!("functions defined: {}", report.defined_functions));
+    say(STEP, format!("kernels: {}", report.kernels.join(", ")));
+    Ok(())
 }
 
 /// Compiles the example through `pipeline`.

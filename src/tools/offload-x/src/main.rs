@@ -34,6 +34,8 @@ verbs:
   check            exit 1 if the materialized tree and the project disagree
   manifest PATH    print an offload manifest (-Zoffload=HostMetadata=PATH) as text, one
                    kernel per line: instance, symbol, launching crates
+  image PATH       print what an offload image (a device pass's host.out) holds: its
+                   target, kernels, defined functions and size
   prepare          download, sysroot, extract and materialize only
   help, --help     this text
 
@@ -56,6 +58,16 @@ fn main() -> ExitCode {
         "build" => commands::build(&project, &cache).map(|()| ExitCode::SUCCESS),
         "test" => commands::test(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
         "job" => offload_x::job::run(&project, &cache).map(|()| ExitCode::SUCCESS),
+        "image" => match strings(&args).as_slice() {
+            [path] => {
+                let path = std::path::absolute(path).unwrap_or_else(|_| path.into());
+                offload_x::job::print_image(&cache, &path).map(|()| ExitCode::SUCCESS)
+            }
+            _ => {
+                eprintln!("error: usage: ./x.py image PATH/host.out");
+                return ExitCode::from(2);
+            }
+        },
         "manifest" => match strings(&args).as_slice() {
             [path] => {
                 let path = std::path::absolute(path).unwrap_or_else(|_| path.into());

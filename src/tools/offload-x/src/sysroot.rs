@@ -72,6 +72,10 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     Ok(())
 }
 
+/// The machine's CA bundle, and where the sysroot gets a copy of it.
+const HOST_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+const SYSROOT_CA_BUNDLE: &str = "/etc/ssl/certs/offload-fork-host-ca-certificates.crt";
+
 /// A command to run inside the sysroot.
 pub struct Enter {
     /// Host directories bind-mounted at the same path inside the sysroot (read-write).
@@ -98,6 +102,7 @@ impl Enter {
                     .into(),
             ),
             ("LANG".into(), "C.UTF-8".into()),
+            ("CARGO_HTTP_CAINFO".into(), SYSROOT_CA_BUNDLE.into()),
             ("TERM".into(), std::env::var_os("TERM").unwrap_or_else(|| "dumb".into())),
         ];
         // What a user sets for rustc and cargo passes through; the rest of the host's
@@ -152,6 +157,15 @@ impl Enter {
             if fs::read(&inside).ok().as_deref() != Some(&conf[..]) {
                 let _ = fs::remove_file(&inside);
                 let _ = fs::write(&inside, &conf);
+            }
+        }
+        // The machine's own CA bundle (which may hold the certificate of a proxy in front of
+        // the package registries): cargo inside the sysroot reads it through
+        // CARGO_HTTP_CAINFO, set by `Enter::new`.
+        if let Ok(bundle) = fs::read(HOST_CA_BUNDLE) {
+            let inside = root.join(SYSROOT_CA_BUNDLE.trim_start_matches('/'));
+            if fs::read(&inside).ok().as_deref() != Some(&bundle[..]) {
+                let _ = fs::write(&inside, &bundle);
             }
         }
         let stage0 = stage0_toolchain();
