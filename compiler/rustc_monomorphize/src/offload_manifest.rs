@@ -249,6 +249,16 @@ fn args_from(v: &Value) -> Option<Vec<KernelArg>> {
 /// The host metadata pass: collects the launches of this crate, writes the manifest to `path`.
 /// Errors are emitted; the caller stops the compilation afterwards.
 pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
+    if tcx.sess.target.is_like_gpu
+        || tcx.sess.opts.unstable_opts.offload.iter().any(|o| !matches!(o, Offload::HostMetadata(_)))
+    {
+        tcx.dcx().emit_fatal(errors::OffloadHostMetadataMisplaced {
+            path: path.to_string(),
+            target: tcx.sess.target.llvm_target.to_string(),
+        });
+    }
+    let Some(path) = manifest_output_path(tcx, path) else { return };
+    let path = path.as_str();
     // Eager collection: every non-generic function of the crate is a root, including the small
     // ones that are cross-crate inlinable (codegened only by the crates that call them, and so
     // never placed in a codegen unit of this crate), and everything they reach.
@@ -264,7 +274,7 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
         launches_in(tcx, instance, tcx.instance_mir(instance.def), &mut launches);
     }
     let crate_name = tcx.crate_name(LOCAL_CRATE).to_string();
-    let mut kernels: BTreeMap<String, (KernelIdentity, String)> = BTreeMap::new();
+    let mut kernels: BTreeMap<KernelIdentity, String> = BTreeMap::new();
     for (kernel, span) in launches {
         match KernelIdentity::of(tcx, kernel) {
             Ok(identity) => {
@@ -279,7 +289,7 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
                 } else {
                     identity_symbol(&identity)
                 };
-                kernels.entry(identity.to_string()).or_insert((identity, symbol));
+                kernels.entry(identity).or_insert(symbol);
             }
             Err(unsupported) => {
                 tcx.dcx().emit_err(errors::OffloadKernelUnsupported {
@@ -296,9 +306,27 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
         .collect();
     graph.sort();
     graph.dedup();
+    // Two instances whose identity text coincides (`mod m { fn k }` and `fn m() { fn k }`)
+    // would share one symbol, and the device image would hold only one of them.
+    let mut by_symbol: BTreeMap<&str, &KernelIdentity> = BTreeMap::new();
+    for (identity, symbol) in &kernels {
+        if let Some(other) = by_symbol.insert(symbol, identity) {
+            tcx.dcx().emit_err(errors::OffloadKernelSymbolClash {
+                first: other.to_string(),
+                second: identity.to_string(),
+                symbol: symbol.clone(),
+            });
+        }
+    }
+    if kernels.is_empty() {
+        tcx.dcx().emit_warn(errors::OffloadNoLaunches { path: path.to_string() });
+    }
+    let mut kernels: Vec<(String, KernelIdentity, String)> =
+        kernels.into_iter().map(|(identity, symbol)| (identity.to_string(), identity, symbol)).collect();
+    kernels.sort();
     let kernels: Vec<Value> = kernels
         .into_iter()
-        .map(|(text, (identity, symbol))| {
+        .map(|(text, identity, symbol)| {
             json!({
                 "kernel": text,
                 "item": path_json(&identity.item),
@@ -322,13 +350,47 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     }
     let mut text = serde_json::to_string_pretty(&manifest).expect("a JSON value always serializes");
     text.push('\n');
-    // Written beside the target and renamed over it, so that a reader never sees half a file.
+    // Written beside the manifest and renamed over it, so that a reader never sees half a file.
     let tmp = format!("{path}.tmp{}", std::process::id());
     let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
     if let Err(error) = written {
         let _ = std::fs::remove_file(&tmp);
         tcx.dcx().emit_err(errors::OffloadManifestWrite { path: path.to_string(), error: error.to_string() });
     }
+}
+
+/// Where the manifest of `-Zoffload=HostMetadata=<path>` may be written: `path` itself, or the
+/// regular file a symlink at `path` points to. Refused, with an error: an existing file that is
+/// not a regular file (a directory, a device, a FIFO), the crate's own source file, and names
+/// of compiler inputs and outputs (`.rs`, `.rlib`, `.rmeta`, `.o`, `.so`, `.a`), which the user
+/// would lose.
+fn manifest_output_path(tcx: TyCtxt<'_>, path: &str) -> Option<String> {
+    let refuse = |why: &str| {
+        tcx.dcx().emit_err(errors::OffloadManifestWrite { path: path.to_string(), error: why.to_string() });
+        None
+    };
+    let resolved = match std::fs::canonicalize(path) {
+        Ok(resolved) => {
+            if !std::fs::metadata(&resolved).is_ok_and(|m| m.is_file()) {
+                return refuse("it exists and is not a regular file");
+            }
+            resolved
+        }
+        Err(_) => Path::new(path).to_path_buf(),
+    };
+    let is_compiler_file = resolved
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| ["rs", "rlib", "rmeta", "o", "so", "a"].contains(&e));
+    if is_compiler_file {
+        return refuse("the name is that of a compiler input or output; name the manifest `*.json`");
+    }
+    if let rustc_session::config::Input::File(input) = &tcx.sess.io.input
+        && std::fs::canonicalize(input).ok().as_deref() == Some(resolved.as_path())
+    {
+        return refuse("it is the crate's source file");
+    }
+    Some(resolved.to_string_lossy().into_owned())
 }
 
 /// One kernel instance read from a manifest.
@@ -451,7 +513,7 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
             continue;
         }
         let Some(args) = args_to_ty(tcx, &kernel.identity.args) else {
-            stale("a generic argument names a type that no longer exists");
+            stale("a generic argument names a type that no longer exists or no longer has that shape");
             continue;
         };
         if args.len() != tcx.generics_of(def_id).count() {
@@ -471,6 +533,18 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
             stale("its generic arguments no longer satisfy the item's bounds");
             continue;
         }
+        // The kernel's own arguments are checked above; the types inside them too.
+        let nested_ok = args.iter().flat_map(|arg| arg.walk()).all(|arg| match arg.as_type().map(|t| *t.kind()) {
+            Some(ty::Adt(adt, adt_args)) => {
+                tcx.check_args_compatible(adt.did(), adt_args)
+                    && !tcx.instantiate_and_check_impossible_predicates((adt.did(), adt_args))
+            }
+            _ => true,
+        });
+        if !nested_ok {
+            stale("a type in its generic arguments no longer has that shape or those bounds");
+            continue;
+        }
         if tcx.symbol_name(instance).name != kernel.symbol {
             stale("the symbol recorded by the host metadata pass differs from this pass's");
             continue;
@@ -479,6 +553,29 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
     }
     tcx.dcx().abort_if_errors();
     roots
+}
+
+/// The device pass with a manifest: a kernel is an entry point of the device image, with the
+/// GPU kernel calling convention, and cannot also be called (or taken as a pointer) by device
+/// code. Reports every kernel that collected device code uses.
+pub(crate) fn check_kernels_unused_by_device_code<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    items: &[MonoItem<'tcx>],
+    usage_map: &crate::collector::UsageMap<'tcx>,
+) {
+    for item in items {
+        let MonoItem::Fn(instance) = *item else { continue };
+        if !tcx.codegen_instance_attrs(instance.def).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL) {
+            continue;
+        }
+        if let Some(user) = usage_map.get_user_items(*item).first() {
+            tcx.dcx().emit_err(errors::OffloadKernelUsedByDeviceCode {
+                span: tcx.def_span(instance.def_id()),
+                kernel: instance.to_string(),
+                user: user.to_string(),
+            });
+        }
+    }
 }
 
 /// Bare `-Zoffload=Device` keeps the base behaviour (every mono root), which cannot know the

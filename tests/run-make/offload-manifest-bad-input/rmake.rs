@@ -87,6 +87,51 @@ fn main() {
         "cannot write the offload manifest `no-such-dir/out.json`",
     );
 
+    // B6, continued: a manifest path that would destroy what the user has: the crate's own
+    // source, a folder, a compiler output's name. The source stays as it was.
+    let source = rfs::read("kernel.rs");
+    refused(
+        host("kernel.rs").arg("-Zoffload=HostMetadata=kernel.rs"),
+        "cannot write the offload manifest `kernel.rs` (`-Zoffload=HostMetadata`): the name is that of a compiler input or output",
+    );
+    assert_eq!(rfs::read("kernel.rs"), source, "the host metadata pass overwrote the source");
+    rfs::copy("kernel.rs", "source.json");
+    refused(host("source.json").arg("-Zoffload=HostMetadata=source.json"), "it is the crate's source file");
+    assert_eq!(rfs::read("source.json"), source, "the host metadata pass overwrote the source");
+    rfs::create_dir("a-folder");
+    refused(host("kernel.rs").arg("-Zoffload=HostMetadata=a-folder"), "it exists and is not a regular file");
+    refused(host("kernel.rs").arg("-Zoffload=HostMetadata=libkernel.rlib"), "the name is that of a compiler input or output");
+
+    // The host metadata pass on a GPU target, or together with another pass.
+    let mut on_gpu = rustc();
+    on_gpu.input("kernel.rs").crate_type("lib").edition("2024").target(TARGET).sysroot(gpu_sysroot());
+    on_gpu.target_cpu("gfx90a").arg("-Zoffload=HostMetadata=gpu.json");
+    refused(&mut on_gpu, "is the host metadata pass: it runs alone, for the host target (not `amdgcn-amd-amdhsa`)");
+    refused(
+        host("kernel.rs").arg("-Zoffload=HostMetadata=both.json,Host=/nonexistent/host.out"),
+        "is the host metadata pass: it runs alone",
+    );
+
+    // A kernel that device code calls directly: it is an entry point of the image, with the
+    // GPU kernel calling convention, so the call would be wrong.
+    let mut calls = host("more.rs");
+    calls.cfg("calls").arg("-Zoffload=HostMetadata=calls.json").run();
+    let mut calls = device("more.rs", "calls.json");
+    calls.cfg("calls");
+    refused(&mut calls, "the offload kernel `callee` is used by device code (`fn caller`)");
+
+    // Two kernels whose identity text coincides would share a symbol.
+    let mut clash = host("more.rs");
+    clash.cfg("clash").arg("-Zoffload=HostMetadata=clash.json");
+    refused(&mut clash, "the offload kernels `more::m::k` and `more::m::k` would share the symbol");
+
+    // A type inside a kernel's generic arguments changed shape since the host metadata pass.
+    let mut shape = host("more.rs");
+    shape.cfg("shape_a").arg("-Zoffload=HostMetadata=shape.json").run();
+    let mut shape = device("more.rs", "shape.json");
+    shape.cfg("shape_b");
+    refused(&mut shape, "kernel `more::gk::<more::L<u8>>`: a type in its generic arguments no longer has that shape");
+
     // B7: launches of a closure, a function pointer, a function without the attribute.
     for what in ["closure", "fn_pointer", "no_attribute"] {
         let mut r = host("not_kernels.rs");
@@ -95,7 +140,10 @@ fn main() {
     }
 
     // B8: a manifest that lists nothing; a generic kernel with bare -Zoffload=Device.
-    host("nothing.rs").arg("-Zoffload=HostMetadata=nothing.json").run();
+    host("nothing.rs")
+        .arg("-Zoffload=HostMetadata=nothing.json")
+        .run()
+        .assert_stderr_contains("warning: the offload manifest `nothing.json` lists no kernels");
     refused(&mut device("nothing.rs", "nothing.json"), "the offload manifest `nothing.json` lists no kernels");
     let mut bare = rustc();
     bare.input("nothing.rs").crate_type("lib").edition("2024").target(TARGET)
