@@ -344,8 +344,9 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
         "crate_graph": graph,
         "kernels": kernels,
     });
-    // A launch that could not be recorded leaves no partial manifest behind.
-    if tcx.dcx().has_errors().is_some() {
+    // A launch that could not be recorded, or code with an error that codegen would report
+    // (a delayed bug now), leaves no partial manifest behind.
+    if tcx.dcx().has_errors_or_delayed_bugs().is_some() {
         return;
     }
     let mut text = serde_json::to_string_pretty(&manifest).expect("a JSON value always serializes");

@@ -132,6 +132,18 @@ fn main() {
     shape.cfg("shape_b");
     refused(&mut shape, "kernel `more::gk::<more::L<u8>>`: a type in its generic arguments no longer has that shape");
 
+    // Code whose error only codegen would report (a value too large for the target): the pass
+    // says so instead of ending in an internal compiler error, and writes no manifest.
+    rfs::write(
+        "too_big.rs",
+        "#![no_std]\npub fn f() { let _ = unsafe { (0x1000 as *const [u8; 1 << 62]).read() }; }\n",
+    );
+    refused(
+        host("too_big.rs").arg("-Zoffload=HostMetadata=too_big.json"),
+        "the offload host metadata pass found code that cannot be compiled for this target",
+    );
+    assert!(!cwd().join("too_big.json").exists(), "a manifest was written despite the error");
+
     // B7: launches of a closure, a function pointer, a function without the attribute.
     for what in ["closure", "fn_pointer", "no_attribute"] {
         let mut r = host("not_kernels.rs");
