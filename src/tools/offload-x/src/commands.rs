@@ -293,7 +293,7 @@ fn manifest_tool_cargo(project: &Path, cache: &Cache, args: &[&str]) -> Command 
     cmd.args(args)
         .arg("--manifest-path")
         .arg(project.join("src/tools/offload-manifest/Cargo.toml"))
-        .args(["--offline", "--locked", "--quiet", "--config", "source.crates-io.replace-with='vendored'", "--config"])
+        .args(["--offline", "--quiet", "--config", "source.crates-io.replace-with='vendored'", "--config"])
         .arg(format!("source.vendored.directory='{}'", cache.tree().join("vendor").display()))
         .env("CARGO_TARGET_DIR", cache.root.join("tools-target"))
         .env_remove("RUSTUP_TOOLCHAIN")
