@@ -8,14 +8,26 @@
 //! # Who writes it
 //!
 //! The *host metadata pass* (`-Zoffload=HostMetadata=<path>`, host target) runs eager mono
-//! item collection (every non-generic function of the crate is a root), then scans the MIR of every collected function for calls of
-//! `core::intrinsics::offload`. The first generic argument of each call is the launched
-//! function's type; it must be the `FnDef` of a `#[rustc_offload_kernel]` function, and the
-//! instance it resolves to (generic arguments included) is recorded. Because collection starts
-//! from the crate's mono roots, launches inside generic helpers (`fn launch<T>()`) are found
-//! once per instantiation. The pass then stops: nothing is codegened or linked
-//! (`rustc_interface` skips both), only the manifest (and, with `--emit=metadata`, the rmeta)
-//! is written.
+//! item collection (every non-generic function of the crate is a root), then scans the MIR of
+//! every collected function for calls of `core::intrinsics::offload`. The first generic
+//! argument of each call is the launched function's type; it must be the `FnDef` of a
+//! `#[rustc_offload_kernel]` function, and the instance it resolves to (generic arguments
+//! included) is recorded. Because collection starts from the crate's mono roots, launches
+//! inside generic helpers (`fn launch<T>()`) are found once per instantiation.
+//!
+//! These are the crate's launches, the `offload_launches` query: the launches that its mono
+//! collection instantiates, its own code's and those of the generic (or cross-crate
+//! inlinable) functions of other crates that it instantiates. They also go into the crate's
+//! metadata. A dependency's non-generic function is collected by the dependency, not by the
+//! crates that call it, so the manifest of a crate is the union of `offload_launches` over the
+//! crate and every crate of its graph, each kernel with the names of the crates that recorded
+//! it (`launched_by`). Every crate of the graph goes through the pass (one flag in `RUSTFLAGS`
+//! does that under cargo); a dependency compiled without it contributes nothing. Each crate
+//! writes the manifest of its own graph, the root last; a file at that path that is not an
+//! offload manifest is never replaced.
+//!
+//! The pass then stops: nothing is codegened or linked (`rustc_interface` skips both), only
+//! the manifest (and, with `--emit=metadata`, the rmeta that dependents read) is written.
 //!
 //! # Who reads it
 //!
@@ -68,7 +80,7 @@
 //! reads `item`, `args` and `symbol`. A reader refuses another `magic`, `format_version` or
 //! `rustc_commit`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use rustc_data_structures::fx::FxHashSet;
@@ -80,8 +92,10 @@ use rustc_middle::mir::{self, TerminatorKind};
 use rustc_middle::ty::offload_kernel::{
     ItemPath, KernelArg, KernelIdentity, KernelTy, PathComponent, args_to_ty, identity_symbol,
 };
+use rustc_middle::query::LocalCrate;
 use rustc_middle::ty::{self, Instance, InstanceKind, TyCtxt};
-use rustc_session::config::Offload;
+use rustc_middle::util::Providers;
+use rustc_session::config::{CrateType, Offload};
 use rustc_span::{Span, sym};
 use serde_json::{Value, json};
 
@@ -246,22 +260,20 @@ fn args_from(v: &Value) -> Option<Vec<KernelArg>> {
         .collect()
 }
 
-/// The host metadata pass: collects the launches of this crate, writes the manifest to `path`.
-/// Errors are emitted; the caller stops the compilation afterwards.
-pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
-    if tcx.sess.target.is_like_gpu
-        || tcx.sess.opts.unstable_opts.offload.iter().any(|o| !matches!(o, Offload::HostMetadata(_)))
-    {
-        tcx.dcx().emit_fatal(errors::OffloadHostMetadataMisplaced {
-            path: path.to_string(),
-            target: tcx.sess.target.llvm_target.to_string(),
-        });
+pub(crate) fn provide(providers: &mut Providers) {
+    providers.queries.offload_launches = local_offload_launches;
+}
+
+/// The `offload_launches` query for the local crate: empty outside the host metadata pass.
+/// In that pass, sorted by kernel identity and without duplicates: eager mono item collection (every non-generic function of the crate is a root,
+/// including the small ones that are cross-crate inlinable, which are codegened only by the
+/// crates that call them and never placed in a codegen unit of this one) and a scan of every
+/// collected function's MIR. A launch that cannot be recorded is reported here, at its span,
+/// and left out.
+fn local_offload_launches(tcx: TyCtxt<'_>, _: LocalCrate) -> &[Instance<'_>] {
+    if host_metadata_path(tcx).is_none() {
+        return &[];
     }
-    let Some(path) = manifest_output_path(tcx, path) else { return };
-    let path = path.as_str();
-    // Eager collection: every non-generic function of the crate is a root, including the small
-    // ones that are cross-crate inlinable (codegened only by the crates that call them, and so
-    // never placed in a codegen unit of this crate), and everything they reach.
     let (items, _) = crate::collector::collect_crate_mono_items(tcx, MonoItemCollectionStrategy::Eager);
     let mut seen = FxHashSet::default();
     let mut launches = Vec::new();
@@ -273,11 +285,68 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
         }
         launches_in(tcx, instance, tcx.instance_mir(instance.def), &mut launches);
     }
-    let crate_name = tcx.crate_name(LOCAL_CRATE).to_string();
-    let mut kernels: BTreeMap<KernelIdentity, String> = BTreeMap::new();
+    // Keyed by identity: sorted and deduplicated independently of the collection order, so
+    // that the crate metadata is the same for the same input.
+    let mut recorded: BTreeMap<KernelIdentity, Instance<'_>> = BTreeMap::new();
     for (kernel, span) in launches {
         match KernelIdentity::of(tcx, kernel) {
             Ok(identity) => {
+                recorded.insert(identity, kernel);
+            }
+            Err(unsupported) => {
+                tcx.dcx().emit_err(errors::OffloadKernelUnsupported {
+                    span,
+                    kernel: kernel.to_string(),
+                    what: unsupported.0,
+                });
+            }
+        }
+    }
+    tcx.arena.alloc_from_iter(recorded.into_values())
+}
+
+/// The start of the host metadata pass, before the crate metadata is encoded: refuses the pass
+/// on a GPU target or with another `-Zoffload` value (a fatal error), then collects this
+/// crate's launches, so that a launch that cannot be recorded stops the compilation before
+/// an rmeta without it is written.
+pub fn start_host_metadata_pass(tcx: TyCtxt<'_>, path: &str) {
+    if tcx.sess.target.is_like_gpu
+        || tcx.sess.opts.unstable_opts.offload.iter().any(|o| !matches!(o, Offload::HostMetadata(_)))
+    {
+        tcx.dcx().emit_fatal(errors::OffloadHostMetadataMisplaced {
+            path: path.to_string(),
+            target: tcx.sess.target.llvm_target.to_string(),
+        });
+    }
+    tcx.ensure_done().offload_launches(LOCAL_CRATE);
+}
+
+/// The host metadata pass: writes the manifest of this crate's graph to `path`, the union of
+/// `offload_launches` over the local crate and every crate it depends on. Errors are emitted;
+/// the caller stops the compilation afterwards. [`start_host_metadata_pass`] runs first.
+pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
+    let Some(path) = manifest_output_path(tcx, path) else { return };
+    let path = path.as_str();
+    let crate_name = tcx.crate_name(LOCAL_CRATE).to_string();
+    // Identity -> (symbol, names of the crates whose code launches the kernel).
+    let mut kernels: BTreeMap<KernelIdentity, (String, BTreeSet<String>)> = BTreeMap::new();
+    for cnum in std::iter::once(LOCAL_CRATE).chain(tcx.crates(()).iter().copied()) {
+        let launcher = tcx.crate_name(cnum).to_string();
+        for &kernel in tcx.offload_launches(cnum) {
+            let identity = match KernelIdentity::of(tcx, kernel) {
+                Ok(identity) => identity,
+                Err(unsupported) => {
+                    // The launching crate's own pass accepted it; not reachable for crates
+                    // built by this compiler.
+                    tcx.dcx().emit_err(errors::OffloadKernelUnsupported {
+                        span: tcx.def_span(kernel.def_id()),
+                        kernel: kernel.to_string(),
+                        what: unsupported.0,
+                    });
+                    continue;
+                }
+            };
+            let (_, launchers) = kernels.entry(identity).or_insert_with_key(|identity| {
                 // The symbol the device pass will give the kernel: its own name for
                 // `#[no_mangle]` kernels, otherwise the identity's (the host's copy of the
                 // kernel keeps the usual mangling).
@@ -287,17 +356,11 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
                 {
                     tcx.symbol_name(kernel).name.to_string()
                 } else {
-                    identity_symbol(&identity)
+                    identity_symbol(identity)
                 };
-                kernels.entry(identity).or_insert(symbol);
-            }
-            Err(unsupported) => {
-                tcx.dcx().emit_err(errors::OffloadKernelUnsupported {
-                    span,
-                    kernel: kernel.to_string(),
-                    what: unsupported.0,
-                });
-            }
+                (symbol, BTreeSet::new())
+            });
+            launchers.insert(launcher.clone());
         }
     }
     let mut graph: Vec<String> = std::iter::once(LOCAL_CRATE)
@@ -309,7 +372,7 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     // Two instances whose identity text coincides (`mod m { fn k }` and `fn m() { fn k }`)
     // would share one symbol, and the device image would hold only one of them.
     let mut by_symbol: BTreeMap<&str, &KernelIdentity> = BTreeMap::new();
-    for (identity, symbol) in &kernels {
+    for (identity, (symbol, _)) in &kernels {
         if let Some(other) = by_symbol.insert(symbol, identity) {
             tcx.dcx().emit_err(errors::OffloadKernelSymbolClash {
                 first: other.to_string(),
@@ -318,21 +381,30 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
             });
         }
     }
-    if kernels.is_empty() {
+    // Under cargo every crate of the graph runs this pass; an empty manifest is worth a
+    // warning only where it is surely a mistake: a crate that defines kernels, or one that
+    // builds a final artifact. (The device pass refuses an empty manifest in any case.)
+    let defines_kernels = tcx.hir_crate_items(()).definitions().any(|def_id| {
+        tcx.def_kind(def_id).is_fn_like()
+            && tcx.codegen_fn_attrs(def_id).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
+    });
+    let builds_artifact =
+        tcx.crate_types().iter().any(|t| !matches!(t, CrateType::Rlib | CrateType::ProcMacro));
+    if kernels.is_empty() && (defines_kernels || builds_artifact) {
         tcx.dcx().emit_warn(errors::OffloadNoLaunches { path: path.to_string() });
     }
-    let mut kernels: Vec<(String, KernelIdentity, String)> =
-        kernels.into_iter().map(|(identity, symbol)| (identity.to_string(), identity, symbol)).collect();
+    let mut kernels: Vec<(String, KernelIdentity, (String, BTreeSet<String>))> =
+        kernels.into_iter().map(|(identity, record)| (identity.to_string(), identity, record)).collect();
     kernels.sort();
     let kernels: Vec<Value> = kernels
         .into_iter()
-        .map(|(text, identity, symbol)| {
+        .map(|(text, identity, (symbol, launched_by))| {
             json!({
                 "kernel": text,
                 "item": path_json(&identity.item),
                 "args": args_json(&identity.args),
                 "symbol": symbol,
-                "launched_by": [crate_name],
+                "launched_by": launched_by,
             })
         })
         .collect();
@@ -362,9 +434,15 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
 
 /// Where the manifest of `-Zoffload=HostMetadata=<path>` may be written: `path` itself, or the
 /// regular file a symlink at `path` points to. Refused, with an error: an existing file that is
-/// not a regular file (a directory, a device, a FIFO), the crate's own source file, and names
-/// of compiler inputs and outputs (`.rs`, `.rlib`, `.rmeta`, `.o`, `.so`, `.a`), which the user
-/// would lose.
+/// not a regular file (a directory, a device, a FIFO), the crate's own source file, names of
+/// compiler inputs and outputs (`.rs`, `.rlib`, `.rmeta`, `.o`, `.so`, `.a`), and a non-empty
+/// file that is not an offload manifest, all of which the user would lose. An offload manifest
+/// is compiler output and is replaced, whichever crate wrote it: under cargo, one flag in
+/// `RUSTFLAGS` names the same path for every crate of the graph, and each crate (siblings
+/// included) writes the manifest of its own graph there, the root last. The root's is the
+/// union, because every crate's launches travel in its crate metadata. Two roots sharing a path
+/// leave the manifest of the last one, which the other's device pass refuses as another
+/// crate's.
 fn manifest_output_path(tcx: TyCtxt<'_>, path: &str) -> Option<String> {
     let refuse = |why: &str| {
         tcx.dcx().emit_err(errors::OffloadManifestWrite { path: path.to_string(), error: why.to_string() });
@@ -390,6 +468,15 @@ fn manifest_output_path(tcx: TyCtxt<'_>, path: &str) -> Option<String> {
         && std::fs::canonicalize(input).ok().as_deref() == Some(resolved.as_path())
     {
         return refuse("it is the crate's source file");
+    }
+    if let Ok(existing) = std::fs::read(&resolved)
+        && !existing.iter().all(u8::is_ascii_whitespace)
+    {
+        let existing: Option<Value> = serde_json::from_slice(&existing).ok();
+        if existing.as_ref().and_then(|v| v.get("magic")).and_then(Value::as_str) != Some(MAGIC) {
+            tcx.dcx().emit_err(errors::OffloadManifestPathTaken { path: path.to_string() });
+            return None;
+        }
     }
     Some(resolved.to_string_lossy().into_owned())
 }

@@ -12,11 +12,13 @@
 //!    recorded as the base commit of a git repository kept outside the tree ([`upstream`]);
 //! 5. `[PATCH]` our patches and new files, written only where the result differs from what is
 //!    on disk, so an unchanged project rebuilds nothing ([`materialize`]);
-//! 6. `[BUILD]`, `[TEST]`, `[RUN]`: upstream's bootstrap inside the sysroot ([`commands`]).
+//! 6. `[BUILD]`, `[TEST]`, `[RUN]`: upstream's bootstrap inside the sysroot ([`commands`]);
+//! 7. `[JOB]` and `[BENCH]`: the main job ([`job`]) and the device-pass benchmark ([`bench`]).
 //!
 //! Every step that takes long is skipped when its stamp in the cache says it is complete; a
 //! step interrupted half-way leaves its work in a `*.tmp` path that the next run discards.
 
+pub mod bench;
 pub mod cache;
 pub mod commands;
 pub mod fetch;

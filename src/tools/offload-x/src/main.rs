@@ -36,6 +36,11 @@ verbs:
                    kernel per line: instance, symbol, launching crates
   image PATH       print what an offload image (a device pass's host.out) holds: its
                    target, kernels, defined functions and size
+  bench [ARGS]     the device-pass benchmark (src/offload-bench/bench.py): stock rustup 1.95.0,
+                   our base and manifest device passes and the --emit=metadata floor on core,
+                   the example and the kernel suite, both GPU targets; medians, ratios, peak
+                   memory, image contents, a scaling series; writes src/offload-bench/results/.
+                   ARGS: --runs N (5), --targets T..., --update-readme README.md
   prepare          download, sysroot, extract and materialize only
   help, --help     this text
 
@@ -58,6 +63,7 @@ fn main() -> ExitCode {
         "build" => commands::build(&project, &cache).map(|()| ExitCode::SUCCESS),
         "test" => commands::test(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
         "job" => offload_x::job::run(&project, &cache).map(|()| ExitCode::SUCCESS),
+        "bench" => offload_x::bench::run(&project, &cache, args).map(|()| ExitCode::SUCCESS),
         "image" => match strings(&args).as_slice() {
             [path] => {
                 let path = std::path::absolute(path).unwrap_or_else(|_| path.into());
