@@ -2,13 +2,13 @@
 """The device-pass benchmark of the offload fork (`./x.py bench`, issue 4).
 
 Runs inside the fork's trixie sysroot (the harness enters it). In one run, on one machine, it
-compiles the device pass of
+builds, for each GPU target, the device pass of
 
-  (a) `core` alone,
+  (a) `core` alone (with `compiler_builtins`, which every `no_std` crate links),
   (b) the bundled example (`src/offload-example/lib.rs`) with `core`,
   (c) the kernel suite (`src/offload-bench/suite.rs`) with `core`,
 
-for each GPU target, with four compilers/modes side by side:
+with four compilers/modes side by side:
 
   stock  the machine's rustup 1.95.0 rustc (same upstream commit, a PGO-optimised release
          build; RUSTC_BOOTSTRAP=1). It is built without LLVM offload and panics on any
@@ -17,22 +17,28 @@ for each GPU target, with four compilers/modes side by side:
          it wraps the bitcode into an offload image.
   base   our stage-1 rustc, bare `-Zoffload=Device` (every mono root; the same binary as
          `ours`, so base/ours isolates our change from build differences).
-  ours   our stage-1 rustc, `-Zoffload=Device=<manifest>`; the manifest comes from the host
-         metadata pass (`-Zoffload=HostMetadata=<manifest>`, host target), timed on its own.
+  ours   our stage-1 rustc, `-Zoffload=Device=<manifest>`; the manifests come from the host
+         metadata pass (`cargo check` with `-Zoffload=HostMetadata=<manifest>`), timed on its
+         own.
   floor  our stage-1 rustc, `--emit=metadata` only, on the device target: what any device
          pass pays before codegen (parsing, type checking, MIR building).
 
-Each crate is compiled as `cargo -Zbuild-std=core` would: `core` from the upstream source
-with the mode's flags, then the crate against that `core`. The time of (b) and (c) is the
-time of `core` plus the crate's, measured in the same run. Every compilation runs `--runs`
-times (modes interleaved within a run); reported: medians, the ratios stock/ours,
-base/ours and ours/floor, the peak resident memory of the compiler process (`wait4`'s
-`ru_maxrss`), and what the device bitcode defines (functions, bytes, and functions that no
-kernel reaches, from the IR's call graph). A scaling series appends 0, 1,000 and 5,000
-unrelated functions (every fifth a generic one with a non-generic caller) to the suite.
+Each mode is one cold `cargo build --release -j1 -Zbuild-std=core --target T` (the floor:
+`cargo check`, with every crate's `--emit` cut to metadata) of a workspace holding the example
+and the suite with 0, 1,000 and 5,000 unrelated functions appended (every fifth a generic one
+with a non-generic caller): the scaling series. Profile: opt-level 3, one codegen unit (the
+manifest pass implies one; the others get the same), `-j1` so that no two compilations
+overlap. `rustc_wrapper.py`, as `RUSTC_WRAPPER`, gives each root crate its own manifest and
+records each rustc's wall time and peak resident memory (`wait4`'s `ru_maxrss`). The time of
+(a) is the sum over the `core` graph's crates; of (b) and (c), that plus the root crate's, in
+the same run. Every build runs `--runs` times (modes interleaved within a run); reported:
+medians, the ratios stock/ours, base/ours and ours/floor, peak memory, and what the device
+bitcode defines in the first run (functions, bytes, and functions that no kernel reaches, from
+the IR's call graph), summed over the crates of the build.
 
-Writes `results.json` (everything, per run), `results.csv` (medians), `table.md` (the README
-table) and `results.png` (matplotlib, if installed) into `--results`.
+Writes `results.json` (everything, per run), `results.csv` (medians), `scaling.csv`,
+`table.md` (the README table) and `results.png` (matplotlib, if installed) into `--results`.
+`--from-json results.json` redoes the reports from a previous run's data.
 """
 
 import argparse
@@ -86,34 +92,61 @@ def image_bitcode(image, target, scratch):
     return bc
 
 
-DEFINE = re.compile(r'^define [^@]*@("[^"]+"|[\w.$]+)\(')
-REF = re.compile(r'@("[^"]+"|[\w.$]+)')
+DEFINE = re.compile(r'^define [^@]*@("[^"]+"|[-\w.$]+)\(')
+GLOBAL = re.compile(r'^@("[^"]+"|[-\w.$]+) = ')
+REF = re.compile(r'@("[^"]+"|[-\w.$]+)')
 
 
-def analyze_ir(ir):
-    """(defined functions, kernels, defined functions that no kernel reaches) of textual IR."""
-    bodies, kernels, current = {}, [], None
+def ir_graph(ir):
+    """The reference graph of textual IR: {symbol: referenced symbols} for every defined
+    function, global variable and alias (a global's initializer, a vtable or a table of
+    function pointers, refers to functions too), the set of defined functions and the kernels
+    (`amdgpu_kernel` / `ptx_kernel` definitions)."""
+    graph, functions, kernels, current = {}, set(), set(), None
     for line in ir.splitlines():
         m = DEFINE.match(line)
         if m:
             current = m.group(1)
-            bodies[current] = set()
+            functions.add(current)
+            # The define line itself may refer to a personality or prefix data.
+            graph[current] = set(REF.findall(line[m.end():]))
             if "amdgpu_kernel" in line or "ptx_kernel" in line:
-                kernels.append(current)
+                kernels.add(current)
             continue
         if current is not None:
             if line.startswith("}"):
                 current = None
             else:
-                bodies[current].update(REF.findall(line))
+                graph[current].update(REF.findall(line))
+            continue
+        g = GLOBAL.match(line)
+        if g:
+            graph[g.group(1)] = set(REF.findall(line[g.end():]))
+    return graph, functions, kernels
+
+
+def reach(graphs):
+    """(defined functions, kernels, defined functions that no kernel reaches) of the union of
+    several modules' graphs, references resolved by name across modules (as linking would)."""
+    graph, functions, kernels = {}, set(), set()
+    for g, f, k in graphs:
+        for name, refs in g.items():
+            graph.setdefault(name, set()).update(refs)
+        functions |= f
+        kernels |= k
     reached, stack = set(), list(kernels)
     while stack:
-        f = stack.pop()
-        if f in reached or f not in bodies:
+        name = stack.pop()
+        if name in reached or name not in graph:
             continue
-        reached.add(f)
-        stack.extend(bodies[f])
-    return len(bodies), len(kernels), len(set(bodies) - reached)
+        reached.add(name)
+        stack.extend(graph[name])
+    return len(functions), len(kernels), len(functions - reached)
+
+
+def analyze_ir(ir):
+    """(defined functions, kernels, defined functions that no kernel reaches) of one module."""
+    return reach([ir_graph(ir)])
 
 
 def unrelated_functions(n):
@@ -136,173 +169,232 @@ def unrelated_functions(n):
     return "\n".join(out)
 
 
+ROOTS = ["offload_example"] + [f"suite_{n}" for n in SCALING]
+ROWS = [("(a) core", []), ("(b) example + core", ["offload_example"]), ("(c) suite + core", ["suite_0"])]
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
         self.work = args.work
-        self.env = dict(os.environ, RUSTC_BOOTSTRAP="1")
-        self.env.pop("RUSTFLAGS", None)
         self.rustc = {"stock": args.stock, "base": args.ours, "ours": args.ours, "floor": args.ours}
         self.samples = []  # one dict per compilation
-        self.images = {}  # (target, mode, input) -> image facts
-        self.sources = {}
+        self.images = {}  # (target, mode, crate) -> image facts
+        self.ws = os.path.join(self.work, "ws")
+        self.manifests = os.path.join(self.work, "manifests")
 
-    def prepare_sources(self):
-        src = os.path.join(self.work, "src")
-        os.makedirs(src, exist_ok=True)
+    def prepare_workspace(self):
+        """A cargo workspace with one package per root crate: the example and the suite with
+        0, 1,000 and 5,000 unrelated functions."""
+        os.makedirs(self.manifests, exist_ok=True)
         with open(self.args.suite) as f:
             suite = f.read()
-        self.sources["example"] = ("offload_example", self.args.example)
+        sources = {"offload_example": self.args.example}
         for n in SCALING:
-            path = os.path.join(src, f"suite_{n}.rs")
+            path = os.path.join(self.ws, "src", f"suite_{n}.rs")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
                 f.write(suite + (unrelated_functions(n) if n else ""))
-            self.sources[f"suite+{n}"] = ("offload_bench_suite", path)
-
-    def host_manifests(self, run_index):
-        """Host metadata pass of every crate (host target); returns {input: manifest}."""
-        manifests = {}
-        for name, (crate, path) in self.sources.items():
-            d = os.path.join(self.work, "host", name)
+            sources[f"suite_{n}"] = path
+        with open(os.path.join(self.ws, "Cargo.toml"), "w") as f:
+            members = ", ".join(f'"{c}"' for c in ROOTS)
+            f.write(f"[workspace]\nmembers = [{members}]\nresolver = \"2\"\n\n"
+                    "[profile.release]\nopt-level = 3\ncodegen-units = 1\ndebug = false\nincremental = false\n")
+        for crate, path in sources.items():
+            d = os.path.join(self.ws, crate)
             os.makedirs(d, exist_ok=True)
-            manifest = os.path.join(d, "manifest.json")
-            cmd = [self.args.ours, path, f"--crate-name={crate}", "--crate-type=rlib", "--edition=2024",
-                   "-Copt-level=3", "-Zunstable-options", f"-Zoffload=HostMetadata={manifest}",
-                   "--out-dir", d]
-            seconds, rss = run(cmd, d, self.env)
-            self.samples.append(dict(run=run_index, target="x86_64-unknown-linux-gnu", mode="host-metadata",
-                                     input=name, seconds=seconds, max_rss_kib=rss))
-            manifests[name] = manifest
-        return manifests
+            with open(os.path.join(d, "Cargo.toml"), "w") as f:
+                f.write(f'[package]\nname = "{crate}"\nversion = "0.0.0"\nedition = "2024"\n\n'
+                        f'[lib]\npath = "{path}"\ncrate-type = ["rlib"]\n')
 
-    def device_flags(self, mode, target, manifest):
-        flags = [f"--target={target}", "-Copt-level=3", "-Ccodegen-units=1", "-Zunstable-options",
-                 "--edition=2024", "--crate-type=rlib", "-Cmetadata=bench"]
+    def cargo(self, run_index, target, mode, verb, flags, build_std, images=None, emit_bc=False):
+        """One cold `cargo VERB` of the workspace, `-j1` so that compilations do not overlap;
+        records every logged rustc invocation as a sample."""
+        target_dir = os.path.join(self.work, "target", mode)
+        shutil.rmtree(target_dir, ignore_errors=True)
+        log_path = os.path.join(self.work, "rustc.log")
+        if os.path.exists(log_path):
+            os.remove(log_path)
+        # Nothing of the caller's environment may change one mode and not another.
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "RUSTC_WORKSPACE_WRAPPER", "CARGO_INCREMENTAL",
+                            "CARGO_BUILD_JOBS", "CARGO_BUILD_RUSTFLAGS", "RUSTDOCFLAGS")
+               and not k.startswith(("CARGO_PROFILE_", "CARGO_TARGET_", "OFFLOAD_BENCH_"))}
+        env.update(RUSTC_BOOTSTRAP="1", RUSTC=self.rustc.get(mode, self.args.ours),
+                   RUSTC_WRAPPER=os.path.join(os.path.dirname(os.path.abspath(__file__)), "rustc_wrapper.py"),
+                   CARGO_TARGET_DIR=target_dir, OFFLOAD_BENCH_TARGET=target, OFFLOAD_BENCH_LOG=log_path,
+                   OFFLOAD_BENCH_FLAGS=json.dumps(flags),
+                   # The rustup toolchain has no rust-src component (and rustup's server is out
+                   # of reach): both compilers build `core` from the upstream source we build.
+                   __CARGO_TESTS_ONLY_SRC_ROOT=os.path.join(self.args.tree, "library"))
+        if mode == "floor":
+            env["OFFLOAD_BENCH_EMIT"] = "dep-info,metadata"
+        if images:
+            shutil.rmtree(images, ignore_errors=True)
+            env["OFFLOAD_BENCH_IMAGES"] = images
+        if emit_bc:
+            env["OFFLOAD_BENCH_EMIT_BC"] = "1"
+        cmd = [self.args.cargo, verb, "--release", "-j1", "--target", target, "--workspace"]
+        if build_std:
+            cmd.append("-Zbuild-std=core")
+        out_path = os.path.join(self.work, "cargo.log")
+        with open(out_path, "wb") as out:
+            code = subprocess.run(cmd, cwd=self.ws, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+        if code != 0:
+            with open(out_path, "rb") as f:
+                sys.stderr.write(f.read().decode(errors="replace")[-8000:])
+            sys.exit(f"error: [BENCH] `{' '.join(cmd)}` ({mode}) failed with status {code} (in {self.ws})")
+        with open(log_path) as f:
+            for line in f:
+                entry = json.loads(line)
+                self.samples.append(dict(run=run_index, target=target, mode=mode, crate=entry["crate"],
+                                         seconds=entry["seconds"], max_rss_kib=entry["max_rss_kib"]))
+
+    def device_flags(self, target, mode):
+        common = ["-Zunstable-options"]
         if TARGETS[target]:
-            flags.append(f"-Ctarget-cpu={TARGETS[target]}")
+            common.append(f"-Ctarget-cpu={TARGETS[target]}")
         if mode == "base":
-            flags.append("-Zoffload=Device")
-        elif mode == "ours":
-            flags.append(f"-Zoffload=Device={manifest}")
-        flags.append("--emit=metadata" if mode == "floor" else "--emit=link")
-        return flags
-
-    def compile_device(self, run_index, target, mode, name, crate, path, manifest, core_dir):
-        d = os.path.join(self.work, "device", target, mode, name)
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
-        cmd = [self.rustc[mode], path, f"--crate-name={crate}", "--out-dir", d,
-               f"--sysroot={os.path.join(self.work, 'empty-sysroot')}"]
-        cmd += self.device_flags(mode, target, manifest)
-        if crate == "core":
-            cmd += ["-Zforce-unstable-if-unmarked"]
-        else:
+            common.append("-Zoffload=Device")
+        flags = {"*": list(common)}
+        for crate in ROOTS:
+            flags[crate] = list(common)
             if mode in ("stock", "base"):
                 # The suite's generic kernels as non-generic ones (see suite.rs).
-                cmd += ["--cfg", "offload_base"]
-            ext = "rmeta" if mode == "floor" else "rlib"
-            cmd += ["--extern", f"core={os.path.join(core_dir, 'libcore.' + ext)}", "-L", f"dependency={core_dir}"]
-        seconds, rss = run(cmd, d, self.env)
-        self.samples.append(dict(run=run_index, target=target, mode=mode, input=name, seconds=seconds,
-                                 max_rss_kib=rss))
-        if run_index == 0 and mode != "floor":
-            self.images[(target, mode, name)] = self.inspect(target, mode, d, cmd)
-        return d
-
-    def inspect(self, target, mode, d, cmd):
-        """What the device bitcode of one compilation defines."""
-        if mode == "stock":
-            # No offload image: the crate's own bitcode, from the same command.
-            bc_dir = os.path.join(d, "bc")
-            os.makedirs(bc_dir)
-            bc_cmd = [c for c in cmd if not c.startswith("--emit=")] + ["--emit=llvm-bc"]
-            bc_cmd[bc_cmd.index("--out-dir") + 1] = bc_dir
-            run(bc_cmd, bc_dir, self.env)
-            bcs = [os.path.join(bc_dir, f) for f in os.listdir(bc_dir) if f.endswith(".bc")]
-            bc = bcs[0]
-        else:
-            image = os.path.join(d, "host.out")
-            if not os.path.exists(image):
-                return dict(functions=0, kernels=0, unreached=0, bytes=0, image=False)
-            bc = image_bitcode(image, target, d)
-        functions, kernels, unreached = analyze_ir(ir_of_bitcode(bc))
-        return dict(functions=functions, kernels=kernels, unreached=unreached, bytes=os.path.getsize(bc),
-                    image=mode != "stock")
+                flags[crate] += ["--cfg", "offload_base"]
+            if mode == "ours":
+                flags[crate].append(f"-Zoffload=Device={os.path.join(self.manifests, crate + '.json')}")
+        if mode == "ours":
+            # `core` and `compiler_builtins` are in every root's graph: no roots, MIR for all.
+            flags["*"].append(f"-Zoffload=Device={os.path.join(self.manifests, 'offload_example.json')}")
+        return flags
 
     def run_all(self):
-        os.makedirs(os.path.join(self.work, "empty-sysroot"), exist_ok=True)
-        self.prepare_sources()
+        self.prepare_workspace()
+        host = "x86_64-unknown-linux-gnu"
         for r in range(self.args.runs):
             log(f"run {r + 1} of {self.args.runs}")
-            manifests = self.host_manifests(r)
+            # The host metadata pass writes each root's manifest (`cargo check`, as documented).
+            flags = {c: ["-Zunstable-options", f"-Zoffload=HostMetadata={os.path.join(self.manifests, c + '.json')}"]
+                     for c in ROOTS}
+            self.cargo(r, host, "host-metadata", "check", flags, build_std=False)
             for target in self.args.targets:
-                for mode in MODES:
+                # The order of the modes turns by one each run, so that none is always first.
+                for mode in MODES[r % len(MODES):] + MODES[:r % len(MODES)]:
                     t0 = time.perf_counter()
-                    core_dir = self.compile_device(r, target, mode, "core", "core", self.args.core,
-                                                   manifests["example"], None)
-                    for name, (crate, path) in self.sources.items():
-                        self.compile_device(r, target, mode, name, crate, path, manifests[name], core_dir)
+                    images = os.path.join(self.work, "images", target, mode) if r == 0 and mode != "floor" else None
+                    self.cargo(r, target, mode, "check" if mode == "floor" else "build",
+                               self.device_flags(target, mode), build_std=True, images=images,
+                               emit_bc=(mode == "stock"))
+                    if images:
+                        self.inspect(target, mode, images)
                     log(f"  {target} {mode}: {time.perf_counter() - t0:.1f} s")
+
+    def inspect(self, target, mode, images):
+        """What each crate's device code defines (run 0), and what the builds of the table's
+        rows define together: the union of their crates' modules, a function of `core`'s module
+        that a kernel of the root's module calls counting as reached."""
+        crates = {s["crate"] for s in self.samples if s["target"] == target and s["mode"] == mode}
+        graphs = {}
+        for crate in sorted(crates):
+            if mode == "stock":
+                bc = os.path.join(images, f"{crate}.bc")
+            else:
+                image = os.path.join(images, f"{crate}.host.out")
+                bc = image_bitcode(image, target, images) if os.path.exists(image) else None
+            if not bc or not os.path.exists(bc):
+                # No image: with a manifest, `core` and its companions codegen nothing.
+                if crate in ROOTS and mode in ("stock", "base", "ours"):
+                    sys.exit(f"error: [BENCH] {target} {mode}: crate `{crate}` left no device code in {images}")
+                self.images[(target, mode, crate)] = None
+                continue
+            graphs[crate] = ir_graph(ir_of_bitcode(bc))
+            functions, kernels, unreached = reach([graphs[crate]])
+            self.images[(target, mode, crate)] = dict(functions=functions, kernels=kernels, unreached=unreached,
+                                                      bytes=os.path.getsize(bc))
+        for label, roots in ROWS:
+            members = [c for c in self.crates(target, mode, roots) if c in graphs]
+            if not members:
+                continue
+            functions, kernels, unreached = reach([graphs[c] for c in members])
+            self.images[(target, mode, "row:" + label)] = dict(
+                functions=functions, kernels=kernels, unreached=unreached,
+                bytes=sum(self.images[(target, mode, c)]["bytes"] for c in members))
 
     # Reporting.
 
-    def median(self, target, mode, name, key="seconds"):
-        values = [s[key] for s in self.samples if s["target"] == target and s["mode"] == mode and s["input"] == name]
-        return statistics.median(values) if values else None
+    def crates(self, target, mode, roots):
+        """The crates of a build of `roots`: the `core` graph (every crate but the roots) and
+        the given roots."""
+        all_crates = {s["crate"] for s in self.samples if s["target"] == target and s["mode"] == mode}
+        return sorted(c for c in all_crates if c not in ROOTS or c in roots)
 
-    def with_core(self, target, mode, name, key="seconds"):
-        """Per-run time of `core` + the crate (or the peak RSS of the two), then the median."""
+    def measure(self, target, mode, crates, key):
+        """Median over runs of the per-run total time (or peak RSS) of `crates`."""
         per_run = []
         for r in range(self.args.runs):
-            pick = lambda n: next(s[key] for s in self.samples if s["run"] == r and s["target"] == target
-                                  and s["mode"] == mode and s["input"] == n)
-            core, crate = pick("core"), pick(name)
-            per_run.append(core + crate if key == "seconds" else max(core, crate))
-        return statistics.median(per_run)
+            values = [s[key] for s in self.samples
+                      if s["run"] == r and s["target"] == target and s["mode"] == mode and s["crate"] in crates]
+            if values:
+                per_run.append(sum(values) if key == "seconds" else max(values))
+        return statistics.median(per_run) if per_run else None
+
+    def image_facts(self, target, mode, crates, label):
+        row = self.images.get((target, mode, "row:" + label))
+        if row:
+            return row
+        facts = [self.images[(target, mode, c)] for c in crates if self.images.get((target, mode, c))]
+        if not facts:
+            return None
+        return {k: sum(f[k] for f in facts) for k in ["functions", "kernels", "unreached", "bytes"]}
 
     def summary(self):
         rows = []
         for target in self.args.targets:
-            for label, name in [("(a) core", "core"), ("(b) example + core", "example"),
-                                ("(c) suite + core", "suite+0")]:
+            for label, roots in ROWS:
                 row = dict(target=target, input=label)
                 for mode in MODES:
-                    if name == "core":
-                        row[f"{mode}_s"] = self.median(target, mode, "core")
-                        row[f"{mode}_rss_mib"] = self.median(target, mode, "core", "max_rss_kib") / 1024
-                    else:
-                        row[f"{mode}_s"] = self.with_core(target, mode, name)
-                        row[f"{mode}_rss_mib"] = self.with_core(target, mode, name, "max_rss_kib") / 1024
-                    img = self.images.get((target, mode, name))
+                    crates = self.crates(target, mode, roots)
+                    row[f"{mode}_crates"] = " ".join(crates)
+                    row[f"{mode}_s"] = self.measure(target, mode, crates, "seconds")
+                    rss = self.measure(target, mode, crates, "max_rss_kib")
+                    row[f"{mode}_rss_mib"] = rss / 1024 if rss is not None else None
+                    img = self.image_facts(target, mode, crates, label)
                     if img:
                         row[f"{mode}_functions"] = img["functions"]
-                        row[f"{mode}_unreached"] = img["unreached"]
+                        row[f"{mode}_kernels"] = img["kernels"]
+                        # The stock compiler marks no kernel entry points: reachability from
+                        # kernels cannot be computed for it.
+                        row[f"{mode}_unreached"] = img["unreached"] if mode != "stock" else None
                         row[f"{mode}_bytes"] = img["bytes"]
-                row["stock/ours"] = row["stock_s"] / row["ours_s"]
-                row["base/ours"] = row["base_s"] / row["ours_s"]
-                row["ours/floor"] = row["ours_s"] / row["floor_s"]
+                ratio = lambda a, b: a / b if a is not None and b else None
+                row["stock/ours"] = ratio(row["stock_s"], row["ours_s"])
+                row["base/ours"] = ratio(row["base_s"], row["ours_s"])
+                row["ours/floor"] = ratio(row["ours_s"], row["floor_s"])
                 rows.append(row)
         scaling = []
         for target in self.args.targets:
             for mode in MODES:
-                base_time = self.median(target, mode, "suite+0")
-                base_img = self.images.get((target, mode, "suite+0"), {})
+                t0 = self.measure(target, mode, ["suite_0"], "seconds")
+                img0 = self.images.get((target, mode, "suite_0"))
                 for n in SCALING:
-                    name = f"suite+{n}"
-                    img = self.images.get((target, mode, name), {})
-                    t = self.median(target, mode, name)
+                    crate = f"suite_{n}"
+                    t = self.measure(target, mode, [crate], "seconds")
+                    img = self.images.get((target, mode, crate))
                     scaling.append(dict(target=target, mode=mode, unrelated=n, crate_s=t,
-                                        delta_s=t - base_time, functions=img.get("functions"),
-                                        bytes=img.get("bytes"),
-                                        delta_bytes=(img["bytes"] - base_img["bytes"]) if img and base_img else None))
-        host = {name: self.median("x86_64-unknown-linux-gnu", "host-metadata", name) for name in self.sources}
+                                        delta_s=(t - t0) if t is not None and t0 is not None else None,
+                                        functions=img["functions"] if img else None,
+                                        delta_functions=(img["functions"] - img0["functions"]) if img and img0 else None,
+                                        bytes=img["bytes"] if img else None,
+                                        delta_bytes=(img["bytes"] - img0["bytes"]) if img and img0 else None))
+        host = {c: self.measure("x86_64-unknown-linux-gnu", "host-metadata", [c], "seconds") for c in ROOTS}
         return rows, scaling, host
 
     def write(self):
         rows, scaling, host = self.summary()
         out = self.args.results
         os.makedirs(out, exist_ok=True)
-        meta = dict(
+        meta = getattr(self, "meta", None) or dict(
             date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             runs=self.args.runs, cpus=os.cpu_count(),
             stock=subprocess.run([self.args.stock, "-vV"], capture_output=True, text=True).stdout.strip(),
@@ -332,41 +424,54 @@ class Bench:
             self.update_readme(table)
 
     def table(self, rows, scaling, host, meta):
-        fmt = lambda v: "-" if v is None else f"{v:.2f}"
+        fmt = lambda v, f="{:.2f}": "-" if v is None else f.format(v)
+        trio = lambda r, key, modes=("stock", "base", "ours"): " / ".join(fmt(r.get(f"{m}_{key}"), "{}") for m in modes)
         lines = [
             f"Device-pass time, median of {meta['runs']} runs, {meta['cpus']} CPUs, {meta['date']} "
-            "(`./x.py bench`). Seconds; (b) and (c) include compiling `core` with the same flags, as "
-            "`-Zbuild-std=core` does. Functions: defined in the device bitcode (unreached: defined but "
-            "reached from no kernel). stock = rustup 1.95.0 without `-Zoffload` (it lacks LLVM offload); "
-            "base = ours with bare `-Zoffload=Device`; floor = ours with `--emit=metadata`.",
+            "(`./x.py bench`): cold `cargo build --release -j1 -Zbuild-std=core` (the floor: `cargo check` "
+            "with every crate's `--emit` cut to metadata), opt-level 3, one codegen unit. Seconds of rustc: "
+            "(a) is `core` and `compiler_builtins`; (b) and (c) add the root crate. stock = rustup 1.95.0 "
+            "(its own PGO-built LLVM) without `-Zoffload`, which it lacks; base = ours (stage 1, Debian's "
+            "LLVM 22) with bare `-Zoffload=Device`; ours = `-Zoffload=Device=<manifest>`, which builds no "
+            "code for `core` (metadata with every function's MIR; what the kernels reach is codegened in "
+            "the root crate), so (a) is not the same work for ours; floor = ours with `--emit=metadata`. "
+            "stock and base build the suite with `--cfg offload_base` (its four launched generic "
+            "instances as non-generic kernels). The host metadata pass that ours needs is not in these "
+            "times (below). Device code, first run: functions defined by the crates' bitcode together, "
+            "unreached = reached from no kernel through calls or globals (not computable for stock, "
+            "which marks no kernels), bytes of bitcode.",
             "",
             "| target | input | stock s | base s | ours s | floor s | stock/ours | base/ours | ours/floor "
-            "| peak MiB stock/base/ours/floor | functions (unreached) stock / base / ours |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| peak MiB stock/base/ours/floor | functions stock/base/ours | unreached base/ours "
+            "| bitcode bytes stock/base/ours | kernels ours |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in rows:
-            fns = " / ".join(
-                f"{r.get(m + '_functions', '-')} ({r.get(m + '_unreached', '-')})" for m in ["stock", "base", "ours"])
-            rss = "/".join(f"{r[m + '_rss_mib']:.0f}" for m in MODES)
+            rss = "/".join(fmt(r.get(m + "_rss_mib"), "{:.0f}") for m in MODES)
             lines.append(
                 f"| {r['target']} | {r['input']} | {fmt(r['stock_s'])} | {fmt(r['base_s'])} | {fmt(r['ours_s'])} "
                 f"| {fmt(r['floor_s'])} | {fmt(r['stock/ours'])} | {fmt(r['base/ours'])} | {fmt(r['ours/floor'])} "
-                f"| {rss} | {fns} |")
-        lines += ["", "Scaling: the suite's crate alone (its `core` unchanged) with unrelated functions added; "
-                      "seconds (change from +0) and device bitcode bytes (change from +0).", "",
-                  "| target | mode | +0 s | +1000 s | +5000 s | +0 bytes | +1000 bytes | +5000 bytes |",
-                  "|---|---|---|---|---|---|---|---|"]
+                f"| {rss} | {trio(r, 'functions')} | {trio(r, 'unreached', ('base', 'ours'))} "
+                f"| {trio(r, 'bytes')} | {fmt(r.get('ours_kernels'), '{}')} |")
+        lines += ["", "Scaling: the suite's crate alone (its `core` unchanged) with 1,000 or 5,000 unrelated "
+                      "functions appended: rustc seconds, functions defined and bitcode bytes (change from +0). "
+                      "The three variants are crates of different names (`suite_0`, `suite_1000`, `suite_5000`), "
+                      "which their symbols carry, so bytes from +0 to +1000 also change with the name's length; "
+                      "+1000 and +5000 have names of one length.", "",
+                  "| target | mode | +0 s | +1000 s | +5000 s | +0 functions | +1000 | +5000 | +0 bytes | +1000 | +5000 |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for target in self.args.targets:
             for mode in MODES:
                 pts = {s["unrelated"]: s for s in scaling if s["target"] == target and s["mode"] == mode}
-                t = " | ".join(
-                    f"{pts[n]['crate_s']:.2f}" + ("" if n == 0 else f" ({pts[n]['delta_s']:+.2f})") for n in SCALING)
-                b = " | ".join(
-                    "-" if pts[n]["bytes"] is None else
-                    f"{pts[n]['bytes']}" + ("" if n == 0 else f" ({pts[n]['delta_bytes']:+d})") for n in SCALING)
-                lines.append(f"| {target} | {mode} | {t} | {b} |")
-        lines += ["", "Host metadata pass (host target, once per crate, not part of the device pass): "
-                  + ", ".join(f"{k} {v:.2f} s" for k, v in host.items()), ""]
+                cell = lambda n, key, delta, f: fmt(pts[n][key], f) + (
+                    "" if n == 0 or pts[n][delta] is None else " (" + f.replace("{", "{:+").replace("{:+:", "{:+").format(pts[n][delta]) + ")")
+                t = " | ".join(cell(n, "crate_s", "delta_s", "{:.2f}") for n in SCALING)
+                fn = " | ".join(cell(n, "functions", "delta_functions", "{}") for n in SCALING)
+                b = " | ".join(cell(n, "bytes", "delta_bytes", "{}") for n in SCALING)
+                lines.append(f"| {target} | {mode} | {t} | {fn} | {b} |")
+        lines += ["", "Host metadata pass (`cargo check`, host target, per root crate; ours needs it once per "
+                  "change of the host code, not per device target): "
+                  + ", ".join(f"{k} {fmt(v)} s" for k, v in host.items()), ""]
         return "\n".join(lines)
 
     def plot(self, rows, scaling, path):
@@ -425,7 +530,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ours", required=True, help="our stage-1 rustc")
     p.add_argument("--stock", required=True, help="the rustup 1.95.0 rustc")
-    p.add_argument("--core", required=True, help="library/core/src/lib.rs of the upstream source")
+    p.add_argument("--cargo", required=True, help="cargo 1.95.0")
+    p.add_argument("--tree", required=True, help="the materialized upstream tree (its library/ is built)")
     p.add_argument("--example", required=True)
     p.add_argument("--suite", required=True)
     p.add_argument("--work", required=True, help="scratch folder (emptied)")
@@ -433,7 +539,27 @@ def main():
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
     p.add_argument("--update-readme", metavar="README", help="replace the table between the bench markers")
+    p.add_argument("--from-json", metavar="RESULTS", help="only redo the reports from this results.json")
+    p.add_argument("--reinspect", action="store_true",
+                   help="with --from-json: read the first run's device code again from --work")
     args = p.parse_args()
+    if args.from_json:
+        with open(args.from_json) as f:
+            data = json.load(f)
+        args.runs = data["meta"]["runs"]
+        args.targets = sorted({s["target"] for s in data["samples"]} - {"x86_64-unknown-linux-gnu"})
+        bench = Bench(args)
+        bench.samples = data["samples"]
+        bench.images = {tuple(k.split("|")): v for k, v in data["images"].items()}
+        bench.meta = data["meta"]
+        if args.reinspect:
+            for target in args.targets:
+                for mode in ["stock", "base", "ours"]:
+                    images = os.path.join(args.work, "images", target, mode)
+                    if os.path.isdir(images):
+                        bench.inspect(target, mode, images)
+        bench.write()
+        return
     if args.runs < 1:
         sys.exit("error: [BENCH] --runs must be at least 1")
     shutil.rmtree(args.work, ignore_errors=True)

@@ -5,7 +5,8 @@
 //! documentation for what it compiles and reports. This module builds what is missing,
 //! installs trixie's `python3-matplotlib` into the sysroot once (for the plot; without it the
 //! benchmark still writes its tables), and passes the paths. `ARGS` go to the script
-//! (`--runs N`, `--targets T...`, `--update-readme README.md`).
+//! (`--runs N`, `--targets T...`, `--update-readme README.md`, `--from-json FILE
+//! [--reinspect]`).
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -40,7 +41,10 @@ fn ensure_matplotlib(project: &Path, cache: &Cache) -> Result<()> {
 
 /// `./x.py bench ARGS`.
 pub fn run(project: &Path, cache: &Cache, args: Vec<OsString>) -> Result<()> {
-    crate::commands::build(project, cache)?;
+    // `--from-json` only redoes the reports of an earlier run.
+    if !args.iter().any(|a| a == "--from-json") {
+        crate::commands::build(project, cache)?;
+    }
     ensure_matplotlib(project, cache)?;
     let stock = stage0_toolchain().join("bin/rustc");
     let path = |p: &Path| p.display().to_string();
@@ -50,8 +54,10 @@ pub fn run(project: &Path, cache: &Cache, args: Vec<OsString>) -> Result<()> {
         path(&cache.stage1_rustc()),
         "--stock".into(),
         path(&stock),
-        "--core".into(),
-        path(&cache.tree().join("library/core/src/lib.rs")),
+        "--cargo".into(),
+        path(&stage0_toolchain().join("bin/cargo")),
+        "--tree".into(),
+        path(&cache.tree()),
         "--example".into(),
         path(&project.join("src/offload-example/lib.rs")),
         "--suite".into(),
