@@ -9,14 +9,14 @@
 //@ needs-llvm-components: amdgpu
 //@ only-x86_64
 
-use std::collections::BTreeSet;
-
 use run_make_support::serde_json::{self, Value};
 use run_make_support::{cwd, rfs};
 
 #[path = "../offload-manifest/helpers.rs"]
 mod helpers;
-use helpers::{exported_functions, gpu_sysroot, image_ir, offload_entries, rustc, undefined_functions};
+use helpers::{
+    exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc, undefined_functions,
+};
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 
@@ -41,12 +41,7 @@ fn main() {
     let kernels: Vec<&str> =
         json["kernels"].as_array().unwrap().iter().map(|k| k["kernel"].as_str().unwrap()).collect();
     assert_eq!(kernels, ["dep::fill", "root::fill"]);
-    let symbols: BTreeSet<String> = json["kernels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k["symbol"].as_str().unwrap().to_string())
-        .collect();
+    let symbols = manifest_symbols(&json);
     assert_eq!(symbols.len(), 2, "the two `fill` kernels share a symbol");
 
     // Device pass: the dependency first, with the same flag; it builds no image.

@@ -19,7 +19,9 @@ use run_make_support::{Rustc, cwd, rfs};
 
 #[path = "../offload-manifest/helpers.rs"]
 mod helpers;
-use helpers::{exported_functions, gpu_sysroot, image_ir, offload_entries, rustc, undefined_functions};
+use helpers::{
+    exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc, undefined_functions,
+};
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 
@@ -126,12 +128,7 @@ fn main() {
     assert_eq!(rfs::read_to_string("notes.json"), notes);
 
     let json: Value = serde_json::from_slice(&union).unwrap();
-    let symbols: BTreeSet<String> = json["kernels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k["symbol"].as_str().unwrap().to_string())
-        .collect();
+    let symbols = manifest_symbols(&json);
     assert_eq!(symbols.len(), 6, "two kernel instances share a symbol");
 
     // Device pass: every crate with the same flag; only `app` builds an image, and it defines

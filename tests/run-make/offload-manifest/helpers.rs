@@ -4,7 +4,19 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use run_make_support::llvm::llvm_bin_dir;
+use run_make_support::serde_json::Value;
 use run_make_support::{Rustc, cmd, env_var};
+
+/// The `symbol` of every kernel of a manifest (parsed JSON).
+#[allow(dead_code)] // not every test that includes these helpers reads manifests
+pub fn manifest_symbols(manifest: &Value) -> BTreeSet<String> {
+    manifest["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["symbol"].as_str().unwrap().to_string())
+        .collect()
+}
 
 /// `rustc` with `-Zunstable-options`, which every `-Zoffload` mode requires.
 pub fn rustc() -> Rustc {
