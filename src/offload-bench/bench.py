@@ -408,11 +408,11 @@ class Bench:
                       f, indent=1, sort_keys=True)
             f.write("\n")
         with open(os.path.join(out, "results.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+            w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
             w.writeheader()
             w.writerows(rows)
         with open(os.path.join(out, "scaling.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(scaling[0].keys()))
+            w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in scaling for k in r)))
             w.writeheader()
             w.writerows(scaling)
         table = self.table(rows, scaling, host, meta)
