@@ -54,29 +54,12 @@ import sys
 import time
 
 MODES = ["stock", "base", "ours", "floor"]
-INPUTS = ["core", "example", "suite"]
 TARGETS = {"amdgcn-amd-amdhsa": "gfx90a", "nvptx64-nvidia-cuda": None}
 SCALING = [0, 1000, 5000]
 
 
 def log(msg):
     print(f"[BENCH] {msg}", flush=True)
-
-
-def run(cmd, cwd, env):
-    """Runs `cmd`; returns (seconds, peak RSS in KiB). Exits with the output on failure."""
-    out_path = os.path.join(cwd, "last-command.log")
-    with open(out_path, "wb") as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        with open(out_path, "rb") as f:
-            sys.stderr.write(f.read().decode(errors="replace")[-6000:])
-        sys.exit(f"error: [BENCH] `{' '.join(cmd)}` failed with status {proc.returncode} (in {cwd})")
-    return seconds, usage.ru_maxrss
 
 
 def ir_of_bitcode(bc):
