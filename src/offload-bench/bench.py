@@ -26,7 +26,9 @@ with four compilers/modes side by side:
 Each mode is one cold `cargo build --release -j1 -Zbuild-std=core --target T` (the floor:
 `cargo check`, with every crate's `--emit` cut to metadata) of a workspace holding the example
 and the suite with 0, 1,000 and 5,000 unrelated functions appended (every fifth a generic one
-with a non-generic caller): the scaling series. Profile: opt-level 3, one codegen unit (the
+with a non-generic caller): the scaling series. The three suite packages build one crate,
+`suite`, under one `-C metadata`, so that their symbols are the same (cargo warns that their
+uplifted `libsuite.rlib` collide; the benchmark reads only what each compilation writes). Profile: opt-level 3, one codegen unit (the
 manifest pass implies one; the others get the same), `-j1` so that no two compilations
 overlap. `rustc_wrapper.py`, as `RUSTC_WRAPPER`, gives each root crate its own manifest and
 records each rustc's wall time and peak resident memory (`wait4`'s `ru_maxrss`). The time of
@@ -44,6 +46,7 @@ Writes `results.json` (everything, per run), `results.csv` (medians), `scaling.c
 import argparse
 import csv
 import datetime
+import hashlib
 import json
 import os
 import re
@@ -153,6 +156,12 @@ def unrelated_functions(n):
 
 
 ROOTS = ["offload_example"] + [f"suite_{n}" for n in SCALING]
+
+
+def same_crate(package):
+    """The scaling variants are one crate to rustc: crate `suite` (their `[lib]` name) under one
+    `-C metadata` (the wrapper drops cargo's), so that only the unrelated functions differ."""
+    return ["-Cmetadata=offload-bench-suite"] if package.startswith("suite_") else []
 ROWS = [("(a) core", []), ("(b) example + core", ["offload_example"]), ("(c) suite + core", ["suite_0"])]
 
 
@@ -186,9 +195,10 @@ class Bench:
         for crate, path in sources.items():
             d = os.path.join(self.ws, crate)
             os.makedirs(d, exist_ok=True)
+            lib = "suite" if crate.startswith("suite_") else crate
             with open(os.path.join(d, "Cargo.toml"), "w") as f:
                 f.write(f'[package]\nname = "{crate}"\nversion = "0.0.0"\nedition = "2024"\n\n'
-                        f'[lib]\npath = "{path}"\ncrate-type = ["rlib"]\n')
+                        f'[lib]\nname = "{lib}"\npath = "{path}"\ncrate-type = ["rlib"]\n')
 
     def cargo(self, run_index, target, mode, verb, flags, build_std, images=None, emit_bc=False):
         """One cold `cargo VERB` of the workspace, `-j1` so that compilations do not overlap;
@@ -241,7 +251,7 @@ class Bench:
             common.append("-Zoffload=Device")
         flags = {"*": list(common)}
         for crate in ROOTS:
-            flags[crate] = list(common)
+            flags[crate] = list(common) + same_crate(crate)
             if mode in ("stock", "base"):
                 # The suite's generic kernels as non-generic ones (see suite.rs).
                 flags[crate] += ["--cfg", "offload_base"]
@@ -259,7 +269,7 @@ class Bench:
             log(f"run {r + 1} of {self.args.runs}")
             # The host metadata pass writes each root's manifest (`cargo check`, as documented).
             flags = {c: ["-Zunstable-options", f"-Zoffload=HostMetadata={os.path.join(self.manifests, c + '.json')}"]
-                     for c in ROOTS}
+                     + same_crate(c) for c in ROOTS}
             self.cargo(r, host, "host-metadata", "check", flags, build_std=False)
             for target in self.args.targets:
                 # The order of the modes turns by one each run, so that none is always first.
@@ -293,8 +303,10 @@ class Bench:
                 continue
             graphs[crate] = ir_graph(ir_of_bitcode(bc))
             functions, kernels, unreached = reach([graphs[crate]])
+            with open(bc, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()
             self.images[(target, mode, crate)] = dict(functions=functions, kernels=kernels, unreached=unreached,
-                                                      bytes=os.path.getsize(bc))
+                                                      bytes=os.path.getsize(bc), sha256=digest)
         for label, roots in ROWS:
             members = [c for c in self.crates(target, mode, roots) if c in graphs]
             if not members:
@@ -369,7 +381,9 @@ class Bench:
                                         functions=img["functions"] if img else None,
                                         delta_functions=(img["functions"] - img0["functions"]) if img and img0 else None,
                                         bytes=img["bytes"] if img else None,
-                                        delta_bytes=(img["bytes"] - img0["bytes"]) if img and img0 else None))
+                                        delta_bytes=(img["bytes"] - img0["bytes"]) if img and img0 else None,
+                                        same_bitcode=(img.get("sha256") == img0.get("sha256"))
+                                        if img and img0 and img.get("sha256") else None))
         host = {c: self.measure("x86_64-unknown-linux-gnu", "host-metadata", [c], "seconds") for c in ROOTS}
         return rows, scaling, host
 
@@ -416,8 +430,9 @@ class Bench:
             "(a) is `core` and `compiler_builtins`; (b) and (c) add the root crate. stock = rustup 1.95.0 "
             "(its own PGO-built LLVM) without `-Zoffload`, which it lacks; base = ours (stage 1, Debian's "
             "LLVM 22) with bare `-Zoffload=Device`; ours = `-Zoffload=Device=<manifest>`, which builds no "
-            "code for `core` (metadata with every function's MIR; what the kernels reach is codegened in "
-            "the root crate), so (a) is not the same work for ours; floor = ours with `--emit=metadata`. "
+            "code for `core` (metadata with every function's MIR, optimized at `-Zmir-opt-level=1`; what "
+            "the kernels reach is codegened in the root crate), so (a) is not the same work for ours; "
+            "floor = ours with `--emit=metadata`. "
             "stock and base build the suite with `--cfg offload_base` (its four launched generic "
             "instances as non-generic kernels). The host metadata pass that ours needs is not in these "
             "times (below). Device code, first run: functions defined by the crates' bitcode together, "
@@ -437,12 +452,12 @@ class Bench:
                 f"| {rss} | {trio(r, 'functions')} | {trio(r, 'unreached', ('base', 'ours'))} "
                 f"| {trio(r, 'bytes')} | {fmt(r.get('ours_kernels'), '{}')} |")
         lines += ["", "Scaling: the suite's crate alone (its `core` unchanged) with 1,000 or 5,000 unrelated "
-                      "functions appended: rustc seconds, functions defined and bitcode bytes (change from +0). "
-                      "The three variants are crates of different names (`suite_0`, `suite_1000`, `suite_5000`), "
-                      "which their symbols carry, so bytes from +0 to +1000 also change with the name's length; "
-                      "+1000 and +5000 have names of one length.", "",
-                  "| target | mode | +0 s | +1000 s | +5000 s | +0 functions | +1000 | +5000 | +0 bytes | +1000 | +5000 |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                      "functions appended, the three variants one crate to rustc (`suite`, one `-C metadata`): "
+                      "rustc seconds, functions defined and bitcode bytes (change from +0), and whether the "
+                      "bitcode is byte-identical to +0's.", "",
+                  "| target | mode | +0 s | +1000 s | +5000 s | +0 functions | +1000 | +5000 | +0 bytes | +1000 | +5000 "
+                  "| identical bitcode +1000/+5000 |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for target in self.args.targets:
             for mode in MODES:
                 pts = {s["unrelated"]: s for s in scaling if s["target"] == target and s["mode"] == mode}
@@ -451,7 +466,8 @@ class Bench:
                 t = " | ".join(cell(n, "crate_s", "delta_s", "{:.2f}") for n in SCALING)
                 fn = " | ".join(cell(n, "functions", "delta_functions", "{}") for n in SCALING)
                 b = " | ".join(cell(n, "bytes", "delta_bytes", "{}") for n in SCALING)
-                lines.append(f"| {target} | {mode} | {t} | {fn} | {b} |")
+                same = "/".join({True: "yes", False: "no", None: "-"}[pts[n]["same_bitcode"]] for n in SCALING[1:])
+                lines.append(f"| {target} | {mode} | {t} | {fn} | {b} | {same} |")
         lines += ["", "Host metadata pass (`cargo check`, host target, per root crate; ours needs it once per "
                   "change of the host code, not per device target): "
                   + ", ".join(f"{k} {fmt(v)} s" for k, v in host.items()), ""]

@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """`RUSTC_WRAPPER` of the device-pass benchmark (see bench.py).
 
-cargo runs `rustc_wrapper.py RUSTC ARGS...` for every rustc invocation. For a crate compiled
-for the benchmark's target (`$OFFLOAD_BENCH_TARGET`), the wrapper appends the flags that
-`$OFFLOAD_BENCH_FLAGS` (JSON: crate name -> flags, `"*"` for any other crate) gives it, which
-is how each root crate gets its own manifest path (and `$OFFLOAD_BENCH_EMIT`, if set,
-replaces the `--emit` list), runs rustc, and appends one JSON line to
-`$OFFLOAD_BENCH_LOG`: `{"crate", "seconds" (wall), "max_rss_kib" (wait4's ru_maxrss),
-"status"}`. Build scripts, host crates and cargo's `--print` probes run unchanged and
-unlogged.
+cargo runs `rustc_wrapper.py RUSTC ARGS...` for every rustc invocation. A compilation is
+labelled by its package (`$CARGO_PKG_NAME`, which cargo sets; the crate name where it does
+not), since the scaling variants of the suite are packages of one crate name. For a crate
+compiled for the benchmark's target (`$OFFLOAD_BENCH_TARGET`), the wrapper appends the flags
+that `$OFFLOAD_BENCH_FLAGS` (JSON: label -> flags, `"*"` for any other crate) gives it, which is
+how each root crate gets its own manifest path; a `-Cmetadata=` among them replaces cargo's
+(the scaling variants get one, so that they are the same crate to rustc);
+`$OFFLOAD_BENCH_EMIT`, if set, replaces the `--emit` list. It runs rustc and appends one JSON
+line to `$OFFLOAD_BENCH_LOG`: `{"crate" (the label), "seconds" (wall), "max_rss_kib" (wait4's
+ru_maxrss), "status"}`. Build scripts, host crates and cargo's `--print` probes run unchanged
+and unlogged.
 
 After a crate's compilation, and outside the measured time, it keeps what the device code of
 that crate is for the image count: the offload image `host.out` that the compilation wrote in
-its `--out-dir` (copied to `$OFFLOAD_BENCH_IMAGES/<crate>.host.out`), or, with
+its `--out-dir` (copied to `$OFFLOAD_BENCH_IMAGES/<label>.host.out`), or, with
 `$OFFLOAD_BENCH_EMIT_BC` set (the stock compiler, which writes no image), the crate's LLVM
 bitcode from a second, unmeasured compilation with `--emit=llvm-bc`.
 """
@@ -40,8 +43,18 @@ def main():
     crate = arg_value(args, "--crate-name")
     if crate is None or crate == "___" or arg_value(args, "--target") != target:
         os.execv(rustc, [rustc] + args)
+    label = os.environ.get("CARGO_PKG_NAME") or crate
     flags = json.loads(os.environ["OFFLOAD_BENCH_FLAGS"])
-    args = args + flags.get(crate, flags.get("*", []))
+    extra = flags.get(label, flags.get("*", []))
+    if any(f.startswith("-Cmetadata=") for f in extra):
+        kept = []
+        for a in args:
+            if kept and kept[-1] == "-C" and a.startswith("metadata="):
+                kept.pop()
+            elif not a.startswith("-Cmetadata="):
+                kept.append(a)
+        args = kept
+    args = args + extra
     emit = os.environ.get("OFFLOAD_BENCH_EMIT")
     if emit:
         # `cargo check -Zbuild-std` still builds the standard crates with `link`; the floor is
@@ -64,7 +77,7 @@ def main():
     code = os.waitstatus_to_exitcode(status)
     proc.returncode = code
     with open(os.environ["OFFLOAD_BENCH_LOG"], "a") as log:
-        log.write(json.dumps(dict(crate=crate, seconds=seconds, max_rss_kib=usage.ru_maxrss, status=code)) + "\n")
+        log.write(json.dumps(dict(crate=label, seconds=seconds, max_rss_kib=usage.ru_maxrss, status=code)) + "\n")
     if code != 0:
         sys.exit(code)
 
@@ -72,9 +85,9 @@ def main():
     if images:
         os.makedirs(images, exist_ok=True)
         if os.path.exists(image):
-            shutil.copy(image, os.path.join(images, f"{crate}.host.out"))
+            shutil.copy(image, os.path.join(images, f"{label}.host.out"))
         if os.environ.get("OFFLOAD_BENCH_EMIT_BC"):
-            bc_dir = os.path.join(images, f"{crate}.bc.d")
+            bc_dir = os.path.join(images, f"{label}.bc.d")
             shutil.rmtree(bc_dir, ignore_errors=True)
             os.makedirs(bc_dir)
             bc_args = [a for a in args if not a.startswith("--emit")]
@@ -86,8 +99,8 @@ def main():
             bcs = [f for f in os.listdir(bc_dir) if f.endswith(".bc")]
             if done.returncode != 0 or len(bcs) != 1:
                 sys.stderr.write(done.stderr.decode(errors="replace"))
-                sys.exit(f"error: [BENCH] the bitcode of crate `{crate}` ({len(bcs)} .bc files, status {done.returncode})")
-            shutil.move(os.path.join(bc_dir, bcs[0]), os.path.join(images, f"{crate}.bc"))
+                sys.exit(f"error: [BENCH] the bitcode of `{label}` ({len(bcs)} .bc files, status {done.returncode})")
+            shutil.move(os.path.join(bc_dir, bcs[0]), os.path.join(images, f"{label}.bc"))
             shutil.rmtree(bc_dir, ignore_errors=True)
 
 
