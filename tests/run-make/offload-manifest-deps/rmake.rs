@@ -9,13 +9,16 @@
 //@ needs-llvm-components: amdgpu
 //@ only-x86_64
 
+use std::path::Path;
+
 use run_make_support::serde_json::{self, Value};
-use run_make_support::{cwd, rfs};
+use run_make_support::{Rustc, cwd, rfs};
 
 #[path = "../offload-manifest/helpers.rs"]
 mod helpers;
 use helpers::{
-    exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc, undefined_functions,
+    exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc,
+    undefined_functions,
 };
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
@@ -27,7 +30,13 @@ fn main() {
     rfs::create_dir_all(&device_dir);
 
     // Host metadata pass of the root, on the host build of the dependency.
-    rustc().input("dep.rs").crate_type("rlib").edition("2024").metadata("dep-host").out_dir(&host_dir).run();
+    rustc()
+        .input("dep.rs")
+        .crate_type("rlib")
+        .edition("2024")
+        .metadata("dep-host")
+        .out_dir(&host_dir)
+        .run();
     rustc()
         .input("root.rs")
         .crate_type("lib")
@@ -45,25 +54,41 @@ fn main() {
     assert_eq!(symbols.len(), 2, "the two `fill` kernels share a symbol");
 
     // Device pass: the dependency first, with the same flag; it builds no image.
-    rustc()
-        .input("dep.rs")
-        .crate_type("rlib")
-        .edition("2024")
-        .target(TARGET)
-            .sysroot(gpu_sysroot())
-        .target_cpu("gfx90a")
-        .metadata("dep-device")
-        .opt_level("3")
-        .out_dir(&device_dir)
-        .arg(format!("-Zoffload=Device={}", manifest.display()))
-        .run();
+    dep_device_pass(&manifest, &device_dir).run();
     assert!(!device_dir.join("host.out").exists(), "a dependency wrote a device image");
+
+    // The MIR the device pass encodes for the root is optimized as an unoptimized build's
+    // (`-Zmir-opt-level=1`: no GVN), unless `-Zmir-opt-level` is given (then GVN runs, and its
+    // MIR dumps show that the dump is where this looks).
+    for (level, gvn_expected) in [(None, false), (Some("2"), true)] {
+        let name = level.unwrap_or("default");
+        let dump = cwd().join(format!("mir-{name}"));
+        let mut dep = dep_device_pass(&manifest, &cwd().join(format!("out-{name}")));
+        dep.arg("-Zdump-mir=GVN").arg(format!("-Zdump-mir-dir={}", dump.display()));
+        if let Some(level) = level {
+            dep.arg(format!("-Zmir-opt-level={level}"));
+        }
+        dep.run();
+        let gvn_dumps = std::fs::read_dir(&dump)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().contains(".GVN."))
+                    .count()
+            })
+            .unwrap_or(0);
+        assert_eq!(
+            gvn_dumps > 0,
+            gvn_expected,
+            "-Zmir-opt-level {name}: {gvn_dumps} GVN dumps of the dependency's MIR"
+        );
+    }
     rustc()
         .input("root.rs")
         .crate_type("lib")
         .edition("2024")
         .target(TARGET)
-            .sysroot(gpu_sysroot())
+        .sysroot(gpu_sysroot())
         .target_cpu("gfx90a")
         .metadata("root-device")
         .opt_level("3")
@@ -76,7 +101,10 @@ fn main() {
     let ir = image_ir(&image, TARGET);
     let exported = exported_functions(&ir);
     assert_eq!(exported, symbols);
-    assert!(!ir.contains("unreached_dep_function"), "an unreached dependency function is in the image");
+    assert!(
+        !ir.contains("unreached_dep_function"),
+        "an unreached dependency function is in the image"
+    );
     // Everything the kernels call (the dependency's `smooth`, core's `clamp`) is instantiated
     // in the image: nothing is left to resolve but LLVM intrinsics.
     let external = undefined_functions(&ir);
@@ -98,4 +126,21 @@ fn main() {
         .run();
     let entries = offload_entries(&host_dir.join("host.o"));
     assert_eq!(entries, symbols);
+}
+
+/// The device pass of the dependency, as cargo would run it with the root's manifest in
+/// `RUSTFLAGS`, writing into `out_dir`.
+fn dep_device_pass(manifest: &Path, out_dir: &Path) -> Rustc {
+    let mut dep = rustc();
+    dep.input("dep.rs")
+        .crate_type("rlib")
+        .edition("2024")
+        .target(TARGET)
+        .sysroot(gpu_sysroot())
+        .target_cpu("gfx90a")
+        .metadata("dep-device")
+        .opt_level("3")
+        .out_dir(out_dir)
+        .arg(format!("-Zoffload=Device={}", manifest.display()));
+    dep
 }

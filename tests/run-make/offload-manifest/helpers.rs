@@ -62,6 +62,57 @@ pub fn exported_functions(ir: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The functions `ir` defines that no kernel (`amdgpu_kernel` / `ptx_kernel` definition)
+/// reaches through calls or through the initializers of globals (vtables, tables of function
+/// pointers), sorted. References are found by name (`@symbol`) in each definition's text.
+#[allow(dead_code)] // not every test that includes these helpers reads images
+pub fn unreached_functions(ir: &str) -> Vec<String> {
+    use std::collections::BTreeMap;
+    fn symbols(text: &str) -> Vec<String> {
+        text.split('@')
+            .skip(1)
+            .map(|rest| {
+                if let Some(quoted) = rest.strip_prefix('"') {
+                    quoted.split('"').next().unwrap_or("").to_string()
+                } else {
+                    rest.chars()
+                        .take_while(|c| c.is_alphanumeric() || "_.$-".contains(*c))
+                        .collect()
+                }
+            })
+            .collect()
+    }
+    let mut refs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let (mut functions, mut kernels, mut current) = (BTreeSet::new(), Vec::new(), None);
+    for line in ir.lines() {
+        if line.starts_with("define ") {
+            let name = symbols(line).into_iter().next().expect("a definition names its function");
+            if line.contains("amdgpu_kernel") || line.contains("ptx_kernel") {
+                kernels.push(name.clone());
+            }
+            functions.insert(name.clone());
+            refs.entry(name.clone()).or_default().extend(symbols(line).into_iter().skip(1));
+            current = Some(name);
+        } else if line.starts_with('}') {
+            current = None;
+        } else if let Some(name) = &current {
+            refs.entry(name.clone()).or_default().extend(symbols(line));
+        } else if line.starts_with('@') {
+            let mut names = symbols(line).into_iter();
+            if let Some(global) = names.next() {
+                refs.entry(global).or_default().extend(names);
+            }
+        }
+    }
+    let mut reached = BTreeSet::new();
+    while let Some(name) = kernels.pop() {
+        if reached.insert(name.clone()) {
+            kernels.extend(refs.get(&name).into_iter().flatten().cloned());
+        }
+    }
+    functions.difference(&reached).cloned().collect()
+}
+
 /// The functions `ir` declares without defining them, LLVM intrinsics aside.
 pub fn undefined_functions(ir: &str) -> Vec<&str> {
     ir.lines().filter(|l| l.starts_with("declare ") && !l.contains("@llvm.")).collect()

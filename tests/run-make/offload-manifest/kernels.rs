@@ -51,6 +51,38 @@ pub fn negate(x: *mut [f32; 64]) {
     }
 }
 
+/// A kernel whose helpers a library exports to its downstream crates: a public function and an
+/// `#[inline(never)]` generic one. No crate links against the device image, so there they are
+/// internal; a `#[no_mangle]` helper keeps its symbol.
+#[rustc_offload_kernel]
+pub fn mix(x: *mut [u32; 64], y: u32) {
+    let x = unsafe { &mut *x };
+    for v in x.iter_mut() {
+        *v = public_step(*v, y);
+    }
+    x[0] = generic_step(x[0], y);
+    x[1] = offload_test_unmangled_step(x[1]);
+}
+
+/// A public helper of `mix`.
+#[inline(never)]
+pub fn public_step(a: u32, b: u32) -> u32 {
+    a.rotate_left(5) ^ b
+}
+
+/// A helper of `mix` whose symbol its author chose: exported from the image too.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub fn offload_test_unmangled_step(a: u32) -> u32 {
+    a.wrapping_mul(3)
+}
+
+/// An `#[inline(never)]` generic helper of `mix`.
+#[inline(never)]
+pub fn generic_step<T: Copy + core::ops::BitXor<Output = T>>(a: T, b: T) -> T {
+    a ^ b
+}
+
 /// A kernel that nothing launches (S7).
 #[rustc_offload_kernel]
 pub fn never_launched(x: *mut [f32; 64]) {
@@ -74,10 +106,16 @@ pub fn launch_scale<T: Copy + Mul<Output = T>>(x: &mut [T; 64], a: T) {
 pub fn run_all(x: &mut [f32; 64], y: &mut [u32; 64], z: &mut [f64; 64]) {
     core::intrinsics::offload::<_, _, ()>(a::fill, [1, 1, 1], [64, 1, 1], (x as *mut _,));
     core::intrinsics::offload::<_, _, ()>(b::fill, [1, 1, 1], [64, 1, 1], (y as *mut _,));
-    core::intrinsics::offload::<_, _, ()>(scale::<f32>, [1, 1, 1], [64, 1, 1], (x as *mut _, 2.0f32));
+    core::intrinsics::offload::<_, _, ()>(
+        scale::<f32>,
+        [1, 1, 1],
+        [64, 1, 1],
+        (x as *mut _, 2.0f32),
+    );
     launch_scale::<f64>(z, 3.0);
     launch_scale::<u32>(y, 5);
     core::intrinsics::offload::<_, _, ()>(clamp_abs, [1, 1, 1], [64, 1, 1], (x as *mut _, 1.0f32));
+    core::intrinsics::offload::<_, _, ()>(mix, [1, 1, 1], [64, 1, 1], (y as *mut _, 7u32));
 }
 
 /// A leaf launch helper: cross-crate inlinable at opt-level 3.

@@ -1,8 +1,8 @@
 //! The three offload passes on one crate, for both GPU targets (DESIGN S1-S3, S7-S10):
 //! the host metadata pass records exactly the launched kernel instances, generic ones
 //! included; the device pass defines exactly those kernels (and internal helpers they reach,
-//! nothing public, no unlaunched kernel); the host pass launches them under the symbols the
-//! device pass defined. Host and device passes get different `-C metadata`, as cargo gives.
+//! nothing public but a `#[no_mangle]` helper, no unlaunched kernel, no function that no
+//! kernel reaches); the host pass launches them under the symbols the device pass defined. Host and device passes get different `-C metadata`, as cargo gives.
 
 //@ needs-offload
 //@ needs-llvm-components: amdgpu nvptx
@@ -14,13 +14,17 @@ use run_make_support::serde_json::{self, Value};
 use run_make_support::{cwd, rfs};
 
 mod helpers;
-use helpers::{exported_functions, gpu_sysroot, image_ir, offload_entries, rustc, undefined_functions};
+use helpers::{
+    exported_functions, gpu_sysroot, image_ir, offload_entries, rustc, undefined_functions,
+    unreached_functions,
+};
 
 /// The kernel instances `kernels.rs` launches, as the manifest prints them.
 const EXPECTED_KERNELS: &[&str] = &[
     "kernels::a::fill",
     "kernels::b::fill",
     "kernels::clamp_abs",
+    "kernels::mix",
     "kernels::negate",
     "kernels::scale::<f32>",
     "kernels::scale::<f64>",
@@ -66,6 +70,32 @@ fn main() {
         .arg(format!("-Zoffload=HostMetadata={}", again.display()))
         .run();
     assert_eq!(rfs::read(&again), rfs::read(&manifest));
+    let mut exports = symbols.clone();
+    exports.insert("offload_test_unmangled_step".to_string());
+
+    // At opt-level 0, where generic instances are shared with downstream crates, the image
+    // still exports only the kernels and the `#[no_mangle]` helper.
+    let o0 = cwd().join("O0");
+    rfs::create_dir_all(&o0);
+    rustc()
+        .input("kernels.rs")
+        .crate_name("kernels")
+        .crate_type("lib")
+        .edition("2024")
+        .target("amdgcn-amd-amdhsa")
+        .target_cpu("gfx90a")
+        .sysroot(gpu_sysroot())
+        .metadata("device-side")
+        .opt_level("0")
+        .out_dir(&o0)
+        .arg(format!("-Zoffload=Device={}", manifest.display()))
+        .run();
+    let ir = image_ir(&o0.join("host.out"), "amdgcn-amd-amdhsa");
+    assert_eq!(
+        exported_functions(&ir),
+        exports,
+        "opt-level 0: the image must export the kernels and no more"
+    );
 
     for (target, cpu, kernel_cc) in [
         ("amdgcn-amd-amdhsa", Some("gfx90a"), "amdgpu_kernel"),
@@ -94,7 +124,20 @@ fn main() {
         let ir = image_ir(&dir.join("host.out"), target);
         let image = dir.join("host.out");
         let defined = ir.lines().filter(|l| l.starts_with("define ")).count();
-        assert_eq!(exported_functions(&ir), symbols, "{target}: the image must export exactly the manifest's kernels");
+        // `mix`'s public and `#[inline(never)]` generic helpers, which a library exports, are
+        // internal in the image; its `#[no_mangle]` helper is not.
+        assert_eq!(
+            exported_functions(&ir),
+            exports,
+            "{target}: the image must export the kernels and no more"
+        );
+        // Everything else the image defines is reached from a kernel; the `#[no_mangle]`
+        // helper, whose symbol its author bound, stays even where `mix` no longer calls it.
+        let unreached = unreached_functions(&ir);
+        assert!(
+            unreached.iter().all(|f| f == "offload_test_unmangled_step"),
+            "{target}: functions that no kernel reaches: {unreached:?}\n{ir}"
+        );
         for symbol in &symbols {
             assert!(
                 ir.contains(&format!("define {kernel_cc} void @{symbol}(")),
@@ -107,7 +150,10 @@ fn main() {
         // The helpers the kernels reach (core's `abs`, `min`, iterators) are instantiated in
         // the image: nothing is left to resolve but LLVM intrinsics.
         let external = undefined_functions(&ir);
-        assert!(external.is_empty(), "{target}: the image leaves functions undefined: {external:?}");
+        assert!(
+            external.is_empty(),
+            "{target}: the image leaves functions undefined: {external:?}"
+        );
         println!("{target}: {defined} functions defined, {} kernels", symbols.len());
 
         // Host pass: launches under the device pass's symbols.
@@ -130,7 +176,8 @@ fn main() {
         // `launch_negate` is cross-crate inlinable at opt-level 3: its callers codegen it, and
         // with it the launch of `negate`. Everything else is launched from this crate.
         let negate = entries_of(&json, "kernels::negate");
-        let launched_here: BTreeSet<String> = symbols.iter().filter(|s| **s != negate).cloned().collect();
+        let launched_here: BTreeSet<String> =
+            symbols.iter().filter(|s| **s != negate).cloned().collect();
         assert_eq!(entries, launched_here, "{target}: the host object's offload entries");
     }
 }
