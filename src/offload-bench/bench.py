@@ -417,6 +417,7 @@ class Bench:
             f.write(table)
         print(table)
         self.plot(rows, scaling, os.path.join(out, "results.png"))
+        log(f"wrote results.json, results.csv, scaling.csv, table.md and results.png in {out}")
         if self.args.update_readme:
             self.update_readme(table)
 
@@ -424,7 +425,8 @@ class Bench:
         fmt = lambda v, f="{:.2f}": "-" if v is None else f.format(v)
         trio = lambda r, key, modes=("stock", "base", "ours"): " / ".join(fmt(r.get(f"{m}_{key}"), "{}") for m in modes)
         lines = [
-            f"Device-pass time, median of {meta['runs']} runs, {meta['cpus']} CPUs, {meta['date']} "
+            f"Device-pass time, median of {meta['runs']} run{'s' if meta['runs'] != 1 else ''}, "
+            f"{meta['cpus']} CPUs, {meta['date']} "
             "(`./x.py bench`): cold `cargo build --release -j1 -Zbuild-std=core` (the floor: `cargo check` "
             "with every crate's `--emit` cut to metadata), opt-level 3, one codegen unit. Seconds of rustc: "
             "(a) is `core` and `compiler_builtins`; (b) and (c) add the root crate. stock = rustup 1.95.0 "

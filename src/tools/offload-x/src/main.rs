@@ -39,8 +39,10 @@ verbs:
   bench [ARGS]     the device-pass benchmark (src/offload-bench/bench.py): stock rustup 1.95.0,
                    our base and manifest device passes and the --emit=metadata floor on core,
                    the example and the kernel suite, both GPU targets; medians, ratios, peak
-                   memory, image contents, a scaling series; writes src/offload-bench/results/.
-                   ARGS: --runs N (5), --targets T..., --update-readme README.md
+                   memory, image contents, a scaling series; replaces the committed results
+                   in src/offload-bench/results/ unless given --results DIR.
+                   ARGS: --runs N (5), --targets T..., --results DIR, --update-readme README.md,
+                   --from-json FILE [--reinspect] (only redo the reports of an earlier run)
   prepare          download, sysroot, extract and materialize only
   help, --help     this text
 
