@@ -545,8 +545,14 @@ def main():
                    help="with --from-json: read the first run's device code again from --work")
     args = p.parse_args()
     if args.from_json:
-        with open(args.from_json) as f:
-            data = json.load(f)
+        try:
+            with open(args.from_json) as f:
+                data = json.load(f)
+            if not all(k in data for k in ("meta", "samples", "images")) or "runs" not in data["meta"]:
+                raise ValueError("it has no `meta`, `samples` and `images` of a run")
+        except (OSError, ValueError, TypeError) as e:
+            # json.JSONDecodeError is a ValueError.
+            sys.exit(f"error: [BENCH] --from-json {args.from_json}: not the results.json of a benchmark run: {e}")
         args.runs = data["meta"]["runs"]
         args.targets = sorted({s["target"] for s in data["samples"]} - {"x86_64-unknown-linux-gnu"})
         bench = Bench(args)
