@@ -28,7 +28,8 @@ Each mode is one cold `cargo build --release -j1 -Zbuild-std=core --target T` (t
 and the suite with 0, 1,000 and 5,000 unrelated functions appended (every fifth a generic one
 with a non-generic caller): the scaling series. The three suite packages build one crate,
 `suite`, under one `-C metadata`, so that their symbols are the same (cargo warns that their
-uplifted `libsuite.rlib` collide; the benchmark reads only what each compilation writes). Profile: opt-level 3, one codegen unit (the
+uplifted `libsuite.rlib` collide; the benchmark reads only what each compilation writes).
+Profile: opt-level 3, one codegen unit (the
 manifest pass implies one; the others get the same), `-j1` so that no two compilations
 overlap. `rustc_wrapper.py`, as `RUSTC_WRAPPER`, gives each root crate its own manifest and
 records each rustc's wall time and peak resident memory (`wait4`'s `ru_maxrss`). The time of
@@ -195,7 +196,7 @@ class Bench:
         for crate, path in sources.items():
             d = os.path.join(self.ws, crate)
             os.makedirs(d, exist_ok=True)
-            lib = "suite" if crate.startswith("suite_") else crate
+            lib = "suite" if same_crate(crate) else crate
             with open(os.path.join(d, "Cargo.toml"), "w") as f:
                 f.write(f'[package]\nname = "{crate}"\nversion = "0.0.0"\nedition = "2024"\n\n'
                         f'[lib]\nname = "{lib}"\npath = "{path}"\ncrate-type = ["rlib"]\n')
