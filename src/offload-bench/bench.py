@@ -79,6 +79,28 @@ def image_bitcode(image, target, scratch):
     return bc
 
 
+def vendor_check(bc, target, cuda_bin, scratch):
+    """Runs the GPU vendors' tools on an image's bitcode, as the offload runtime would load it
+    (the same steps as `vendor_check` in tests/run-make/offload-manifest/helpers.rs): amdgcn
+    `llc -mcpu=gfx90a` then `ld.lld -shared --no-undefined`; nvptx `llc -mcpu=sm_90`, then
+    `ptxas -arch=sm_90 -c` and `nvlink -arch=sm_90` from `cuda_bin`. Returns None when they
+    accept it, else the failing tool and its first line of complaint."""
+    out = os.path.join(scratch, "vendor")
+    if target.startswith("amdgcn"):
+        steps = [["llc", "-mcpu=gfx90a", "--amdhsa-code-object-version=5", "-filetype=obj", bc, "-o", out + ".o"],
+                 ["ld.lld", "-shared", "--no-undefined", out + ".o", "-o", out + ".so"]]
+    else:
+        steps = [["llc", "-mcpu=sm_90", bc, "-o", out + ".ptx"],
+                 [os.path.join(cuda_bin, "ptxas"), "-arch=sm_90", "-c", out + ".ptx", "-o", out + ".cubin"],
+                 [os.path.join(cuda_bin, "nvlink"), "-arch=sm_90", out + ".cubin", "-o", out + ".linked.cubin"]]
+    for step in steps:
+        r = subprocess.run(step, capture_output=True, text=True)
+        if r.returncode != 0:
+            lines = (r.stderr or r.stdout or "no output").strip().splitlines()
+            return f"{os.path.basename(step[0])}: {lines[0] if lines else r.returncode}"
+    return None
+
+
 DEFINE = re.compile(r'^define [^@]*@("[^"]+"|[-\w.$]+)\(')
 GLOBAL = re.compile(r'^@("[^"]+"|[-\w.$]+) = ')
 REF = re.compile(r'@("[^"]+"|[-\w.$]+)')
@@ -306,8 +328,17 @@ class Bench:
             functions, kernels, unreached = reach([graphs[crate]])
             with open(bc, "rb") as f:
                 digest = hashlib.sha256(f.read()).hexdigest()
+            vendor = None
+            if crate in ROOTS and self.args.cuda_bin:
+                # Whether the GPU vendors' tools accept the image. Ours must: it is the whole
+                # device program. Stock's and base's root modules are not (their `core` lies in
+                # another module), so for them this is information, not a requirement.
+                vendor = vendor_check(bc, target, self.args.cuda_bin, images) or "accepted"
+                log(f"  {target} {mode} {crate}: vendor tools: {vendor}")
+                if mode == "ours" and vendor != "accepted":
+                    sys.exit(f"error: [BENCH] {target} ours: the image of `{crate}` fails the vendor check: {vendor}")
             self.images[(target, mode, crate)] = dict(functions=functions, kernels=kernels, unreached=unreached,
-                                                      bytes=os.path.getsize(bc), sha256=digest)
+                                                      bytes=os.path.getsize(bc), sha256=digest, vendor=vendor)
         for label, roots in ROWS:
             members = [c for c in self.crates(target, mode, roots) if c in graphs]
             if not members:
@@ -538,6 +569,7 @@ def main():
     p.add_argument("--suite", required=True)
     p.add_argument("--work", required=True, help="scratch folder (emptied)")
     p.add_argument("--results", required=True, help="where results.{json,csv,png} and table.md go")
+    p.add_argument("--cuda-bin", help="folder of NVIDIA's ptxas and nvlink, for the vendor check of images")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
     p.add_argument("--update-readme", metavar="README", help="replace the table between the bench markers")

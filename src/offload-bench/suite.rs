@@ -18,6 +18,15 @@
 
 use core::ops::{Add, Mul};
 
+/// The panic handler of the device image: kernels reach core's panic paths (bounds checks), and
+/// nothing else is linked into the image. The host build takes its panic handler from `std`.
+#[cfg(any(target_arch = "amdgpu", target_arch = "nvptx64"))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    loop {}
+}
+
+
 /// Elements per vector.
 pub const N: usize = 1024;
 /// Rows and columns of the square matrices and grids.

@@ -22,6 +22,14 @@
 #![no_std]
 #![allow(internal_features)]
 
+/// The panic handler of the device image: kernels reach core's panic paths (bounds checks), and
+/// nothing else is linked into the image. The host build takes its panic handler from `std`.
+#[cfg(any(target_arch = "amdgpu", target_arch = "nvptx64"))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    loop {}
+}
+
 /// Elements per array.
 pub const N: usize = 4096;
 

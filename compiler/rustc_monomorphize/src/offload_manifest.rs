@@ -85,15 +85,18 @@ use std::path::Path;
 
 use rustc_data_structures::fx::FxHashSet;
 use rustc_errors::DiagCtxtHandle;
-use rustc_hir::def_id::LOCAL_CRATE;
+use rustc_hir::def::DefKind;
+use rustc_hir::def_id::{DefId, LOCAL_CRATE};
+use rustc_middle::middle::exported_symbols::ExportedSymbol;
 use rustc_middle::middle::codegen_fn_attrs::CodegenFnAttrFlags;
 use rustc_middle::mir::mono::MonoItem;
 use rustc_middle::mir::{self, TerminatorKind};
 use rustc_middle::ty::offload_kernel::{
-    ItemPath, KernelArg, KernelIdentity, KernelTy, PathComponent, args_to_ty, identity_symbol,
+    ItemPath, KernelArg, KernelIdentity, KernelTy, PathComponent, Unsupported, args_to_ty,
+    identity_symbol,
 };
 use rustc_middle::query::LocalCrate;
-use rustc_middle::ty::{self, Instance, InstanceKind, TyCtxt};
+use rustc_middle::ty::{self, Instance, InstanceKind, Ty, TyCtxt};
 use rustc_middle::util::Providers;
 use rustc_session::config::{CrateType, Offload};
 use rustc_span::{Span, sym};
@@ -102,10 +105,38 @@ use serde_json::{Value, json};
 use crate::collector::MonoItemCollectionStrategy;
 use crate::errors;
 
+/// How a manifest names a launched kernel instance.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum LaunchKey {
+    /// A kernel defined once for both targets, by its target-independent identity.
+    Identity(KernelIdentity),
+    /// A kernel in the 1.95 style, declared in an `extern` block on the host and defined
+    /// `#[no_mangle]` for the GPU: by its link name, the one thing both sides share.
+    LinkName(String),
+}
+
+impl LaunchKey {
+    fn of<'tcx>(tcx: TyCtxt<'tcx>, kernel: Instance<'tcx>) -> Result<LaunchKey, Unsupported> {
+        if tcx.is_foreign_item(kernel.def_id()) {
+            Ok(LaunchKey::LinkName(tcx.symbol_name(kernel).name.to_string()))
+        } else {
+            KernelIdentity::of(tcx, kernel).map(LaunchKey::Identity)
+        }
+    }
+
+    /// The `kernel` field of the manifest entry.
+    fn text(&self) -> String {
+        match self {
+            LaunchKey::Identity(identity) => identity.to_string(),
+            LaunchKey::LinkName(name) => format!("extern {name}"),
+        }
+    }
+}
+
 /// First field of every manifest.
 pub const MAGIC: &str = "rustc-offload-manifest";
 /// Version of the format described in the module documentation.
-pub const FORMAT_VERSION: u64 = 1;
+pub const FORMAT_VERSION: u64 = 2;
 
 /// The commit of this compiler, as bootstrap passes it (`CFG_VER_HASH`).
 pub fn compiler_commit() -> &'static str {
@@ -155,11 +186,20 @@ fn launches_in<'tcx>(
             tcx.dcx().emit_err(errors::OffloadLaunchNotAKernel { span, launched: launched.to_string() });
             continue;
         };
-        if !tcx.codegen_fn_attrs(kernel).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL) {
+        // The 1.95 style: the host declares the kernel in an `extern` block and the GPU build
+        // defines it `#[no_mangle]`; the launch names it by its link name, and the device pass
+        // looks for the definition.
+        let declared_kernel = tcx.is_foreign_item(kernel) && tcx.def_kind(kernel) == DefKind::Fn;
+        if !declared_kernel
+            && !tcx.codegen_fn_attrs(kernel).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
+        {
             tcx.dcx().emit_err(errors::OffloadLaunchNotAKernel {
                 span,
                 launched: tcx.def_path_str_with_args(kernel, kernel_args),
             });
+            continue;
+        }
+        if !launch_args_match(tcx, span, kernel, kernel_args, callee_args.type_at(1)) {
             continue;
         }
         match Instance::try_resolve(tcx, typing_env, kernel, kernel_args) {
@@ -171,6 +211,185 @@ fn launches_in<'tcx>(
                 });
             }
         }
+    }
+}
+
+/// Whether the argument tuple `passed` of an `offload` launch has exactly the parameter types of
+/// the launched kernel (`kernel` with `kernel_args`); reports a mismatch at `span`. The host
+/// maps each argument by the kernel's parameter type, so a tuple of other types would hand the
+/// device other bytes than the kernel reads.
+fn launch_args_match<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    span: Span,
+    kernel: DefId,
+    kernel_args: ty::GenericArgsRef<'tcx>,
+    passed: Ty<'tcx>,
+) -> bool {
+    let typing_env = ty::TypingEnv::fully_monomorphized();
+    let sig = tcx.fn_sig(kernel).instantiate(tcx, kernel_args);
+    let sig = tcx.normalize_erasing_late_bound_regions(typing_env, sig);
+    let passed = tcx.normalize_erasing_regions(typing_env, passed);
+    let ty::Tuple(passed_tys) = *passed.kind() else { return true };
+    if passed_tys.len() == sig.inputs().len()
+        && passed_tys.iter().zip(sig.inputs()).all(|(passed, param)| passed == *param)
+    {
+        return true;
+    }
+    let params = Ty::new_tup(tcx, sig.inputs());
+    tcx.dcx().emit_err(errors::OffloadLaunchArgsMismatch {
+        span,
+        kernel: tcx.def_path_str_with_args(kernel, kernel_args),
+        passed: passed.to_string(),
+        params: params.to_string(),
+    });
+    false
+}
+
+/// Checks that the kernel `def_id` can be launched by the offload runtime, reporting each way it
+/// cannot at its definition: a kernel returns `()` (results go through its pointer arguments),
+/// and is neither `async` (it would only build a future), nor `#[track_caller]` (the caller
+/// location is a hidden argument that the host never passes), nor C-variadic. Returns whether
+/// the signature is fine.
+pub(crate) fn check_kernel_signature(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
+    let span = tcx.def_span(def_id);
+    let sig = tcx.fn_sig(def_id).instantiate_identity().skip_binder();
+    let mut problems = Vec::new();
+    if tcx.asyncness(def_id).is_async() {
+        problems.push("is `async`: launching it would only build a future".to_string());
+    } else if !sig.output().is_unit() {
+        problems.push(format!(
+            "returns `{}`: a kernel returns `()` and writes its results through its pointer \
+             arguments",
+            sig.output()
+        ));
+    }
+    if tcx.codegen_fn_attrs(def_id).flags.contains(CodegenFnAttrFlags::TRACK_CALLER) {
+        problems.push(
+            "is `#[track_caller]`: its hidden caller-location argument is never passed by the host"
+                .to_string(),
+        );
+    }
+    if sig.c_variadic {
+        problems.push("is C-variadic: the host launches a fixed list of arguments".to_string());
+    }
+    for problem in &problems {
+        tcx.dcx().emit_err(errors::OffloadKernelSignature {
+            span,
+            kernel: tcx.def_path_str(def_id),
+            problem: problem.clone(),
+        });
+    }
+    problems.is_empty()
+}
+
+/// In the manifest-driven device pass, whether `def_id`, an item of another crate that device
+/// code reaches (`instance` of it), is instantiated in the crate that builds the image. Nothing
+/// is linked into the image, so the answer is yes for every function with MIR (`Device=`
+/// implies `-Zcross-crate-inline-threshold=always`, and its crates encode the MIR of every
+/// reachable function, `#[no_mangle]` ones included) and for every static (its crate encodes
+/// the evaluated initializer). A function without MIR (its crate was not compiled with the
+/// same flag, such as a prebuilt `core`) cannot be instantiated: reported as an error instead
+/// of leaving the image with an undefined symbol.
+pub(crate) fn instantiate_upstream_in_image<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    instance: Instance<'tcx>,
+    def_id: DefId,
+) -> bool {
+    match tcx.def_kind(def_id) {
+        DefKind::Static { .. } => !tcx.is_thread_local_static(def_id),
+        DefKind::Ctor(..) => true,
+        _ if tcx.is_mir_available(def_id) => true,
+        _ => {
+            tcx.dcx().emit_err(errors::OffloadDeviceItemWithoutMir {
+                path: device_manifest_path(tcx).unwrap_or_default().to_string(),
+                item: tcx.def_path_str_with_args(def_id, instance.args),
+                krate: tcx.crate_name(def_id.krate).to_string(),
+            });
+            false
+        }
+    }
+}
+
+/// The definition in this crate graph of the foreign item `foreign`, if the manifest-driven
+/// device pass is running and some crate defines its symbol: a weak lang item such as the
+/// panic handler (`rust_begin_unwind`), or a function or static that a crate declares in an
+/// `extern` block and another defines `#[no_mangle]`. Nothing is linked into the device image,
+/// so such a definition must be instantiated in it. Symbols that no crate defines (device
+/// library functions, LLVM intrinsics named by `link_name`) stay declarations.
+fn foreign_definition(tcx: TyCtxt<'_>, foreign: DefId) -> Option<DefId> {
+    if device_manifest_path(tcx).is_none() || !tcx.is_foreign_item(foreign) {
+        return None;
+    }
+    let symbol = tcx.symbol_name(Instance::mono(tcx, foreign)).name;
+    if symbol.starts_with("llvm.") {
+        return None;
+    }
+    symbol_definition(tcx, symbol)
+}
+
+/// The function or static of this crate graph that is defined under the fixed symbol `symbol`
+/// (`#[no_mangle]`, `#[export_name]`, weak lang items), if any: the local crate's own items
+/// first, then each dependency's exported symbols.
+fn symbol_definition(tcx: TyCtxt<'_>, symbol: &str) -> Option<DefId> {
+    let has_symbol = |def_id: DefId| {
+        matches!(tcx.def_kind(def_id), DefKind::Fn | DefKind::AssocFn | DefKind::Static { .. })
+            && !tcx.is_foreign_item(def_id)
+            && !tcx.generics_of(def_id).requires_monomorphization(tcx)
+            && tcx.symbol_name(Instance::mono(tcx, def_id)).name == symbol
+    };
+    let local = tcx.hir_crate_items(()).definitions().map(|d| d.to_def_id()).find(|&def_id| {
+        matches!(tcx.def_kind(def_id), DefKind::Fn | DefKind::AssocFn | DefKind::Static { .. })
+            && {
+                let attrs = tcx.codegen_fn_attrs(def_id);
+                attrs.contains_extern_indicator()
+                    || attrs.flags.contains(CodegenFnAttrFlags::RUSTC_STD_INTERNAL_SYMBOL)
+            }
+            && has_symbol(def_id)
+    });
+    local.or_else(|| {
+        tcx.crates(()).iter().find_map(|&cnum| {
+            tcx.exported_non_generic_symbols(cnum).iter().find_map(|(exported, _)| match exported {
+                ExportedSymbol::NonGeneric(def_id) if has_symbol(*def_id) => Some(*def_id),
+                _ => None,
+            })
+        })
+    })
+}
+
+/// `instance`, or, for a foreign function that this crate graph defines, the definition (see
+/// [`foreign_definition`]).
+/// A weak lang item (the panic handler) that no crate defines is an error: the image would call
+/// an undefined symbol.
+pub(crate) fn bind_foreign_fn<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>) -> Instance<'tcx> {
+    let InstanceKind::Item(def_id) = instance.def else { return instance };
+    match foreign_definition(tcx, def_id) {
+        Some(definition) if !matches!(tcx.def_kind(definition), DefKind::Static { .. }) => {
+            Instance::mono(tcx, definition)
+        }
+        None if device_manifest_path(tcx).is_some()
+            && tcx.is_foreign_item(def_id)
+            && tcx
+                .codegen_fn_attrs(def_id)
+                .flags
+                .contains(CodegenFnAttrFlags::RUSTC_STD_INTERNAL_SYMBOL) =>
+        {
+            tcx.dcx().emit_err(errors::OffloadDeviceLangItemUndefined {
+                path: device_manifest_path(tcx).unwrap_or_default().to_string(),
+                item: tcx.def_path_str(def_id),
+                symbol: tcx.symbol_name(instance).name.to_string(),
+            });
+            instance
+        }
+        _ => instance,
+    }
+}
+
+/// `def_id`, or, for a foreign static that this crate graph defines, the definition (see
+/// [`foreign_definition`]).
+pub(crate) fn bind_foreign_static(tcx: TyCtxt<'_>, def_id: DefId) -> DefId {
+    match foreign_definition(tcx, def_id) {
+        Some(definition) if matches!(tcx.def_kind(definition), DefKind::Static { .. }) => definition,
+        _ => def_id,
     }
 }
 
@@ -287,9 +506,9 @@ fn local_offload_launches(tcx: TyCtxt<'_>, _: LocalCrate) -> &[Instance<'_>] {
     }
     // Keyed by identity: sorted and deduplicated independently of the collection order, so
     // that the crate metadata is the same for the same input.
-    let mut recorded: BTreeMap<KernelIdentity, Instance<'_>> = BTreeMap::new();
+    let mut recorded: BTreeMap<LaunchKey, Instance<'_>> = BTreeMap::new();
     for (kernel, span) in launches {
-        match KernelIdentity::of(tcx, kernel) {
+        match LaunchKey::of(tcx, kernel) {
             Ok(identity) => {
                 recorded.insert(identity, kernel);
             }
@@ -318,6 +537,13 @@ pub fn start_host_metadata_pass(tcx: TyCtxt<'_>, path: &str) {
             target: tcx.sess.target.llvm_target.to_string(),
         });
     }
+    for def_id in tcx.hir_crate_items(()).definitions() {
+        if tcx.def_kind(def_id).is_fn_like()
+            && tcx.codegen_fn_attrs(def_id).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
+        {
+            check_kernel_signature(tcx, def_id.to_def_id());
+        }
+    }
     tcx.ensure_done().offload_launches(LOCAL_CRATE);
 }
 
@@ -329,12 +555,12 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     let path = path.as_str();
     let crate_name = tcx.crate_name(LOCAL_CRATE).to_string();
     // Identity -> (symbol, names of the crates whose code launches the kernel).
-    let mut kernels: BTreeMap<KernelIdentity, (String, BTreeSet<String>)> = BTreeMap::new();
+    let mut kernels: BTreeMap<LaunchKey, (String, BTreeSet<String>)> = BTreeMap::new();
     for cnum in std::iter::once(LOCAL_CRATE).chain(tcx.crates(()).iter().copied()) {
         let launcher = tcx.crate_name(cnum).to_string();
         for &kernel in tcx.offload_launches(cnum) {
-            let identity = match KernelIdentity::of(tcx, kernel) {
-                Ok(identity) => identity,
+            let key = match LaunchKey::of(tcx, kernel) {
+                Ok(key) => key,
                 Err(unsupported) => {
                     // The launching crate's own pass accepted it; not reachable for crates
                     // built by this compiler.
@@ -346,17 +572,19 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
                     continue;
                 }
             };
-            let (_, launchers) = kernels.entry(identity).or_insert_with_key(|identity| {
+            let (_, launchers) = kernels.entry(key).or_insert_with_key(|key| {
                 // The symbol the device pass will give the kernel: its own name for
-                // `#[no_mangle]` kernels, otherwise the identity's (the host's copy of the
-                // kernel keeps the usual mangling).
+                // `#[no_mangle]` and declared kernels, otherwise the identity's (the host's
+                // copy of the kernel keeps the usual mangling).
                 let attrs = tcx.codegen_instance_attrs(kernel.def);
-                let symbol = if attrs.flags.contains(CodegenFnAttrFlags::NO_MANGLE)
-                    || attrs.symbol_name.is_some()
-                {
-                    tcx.symbol_name(kernel).name.to_string()
-                } else {
-                    identity_symbol(identity)
+                let symbol = match key {
+                    LaunchKey::Identity(identity)
+                        if !attrs.flags.contains(CodegenFnAttrFlags::NO_MANGLE)
+                            && attrs.symbol_name.is_none() =>
+                    {
+                        identity_symbol(identity)
+                    }
+                    _ => tcx.symbol_name(kernel).name.to_string(),
                 };
                 (symbol, BTreeSet::new())
             });
@@ -371,12 +599,12 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     graph.dedup();
     // Two instances whose identity text coincides (`mod m { fn k }` and `fn m() { fn k }`)
     // would share one symbol, and the device image would hold only one of them.
-    let mut by_symbol: BTreeMap<&str, &KernelIdentity> = BTreeMap::new();
-    for (identity, (symbol, _)) in &kernels {
-        if let Some(other) = by_symbol.insert(symbol, identity) {
+    let mut by_symbol: BTreeMap<&str, &LaunchKey> = BTreeMap::new();
+    for (key, (symbol, _)) in &kernels {
+        if let Some(other) = by_symbol.insert(symbol, key) {
             tcx.dcx().emit_err(errors::OffloadKernelSymbolClash {
-                first: other.to_string(),
-                second: identity.to_string(),
+                first: other.text(),
+                second: key.text(),
                 symbol: symbol.clone(),
             });
         }
@@ -393,19 +621,25 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     if kernels.is_empty() && (defines_kernels || builds_artifact) {
         tcx.dcx().emit_warn(errors::OffloadNoLaunches { path: path.to_string() });
     }
-    let mut kernels: Vec<(String, KernelIdentity, (String, BTreeSet<String>))> =
-        kernels.into_iter().map(|(identity, record)| (identity.to_string(), identity, record)).collect();
+    let mut kernels: Vec<(String, LaunchKey, (String, BTreeSet<String>))> =
+        kernels.into_iter().map(|(key, record)| (key.text(), key, record)).collect();
     kernels.sort();
     let kernels: Vec<Value> = kernels
         .into_iter()
-        .map(|(text, identity, (symbol, launched_by))| {
-            json!({
+        .map(|(text, key, (symbol, launched_by))| match key {
+            LaunchKey::Identity(identity) => json!({
                 "kernel": text,
                 "item": path_json(&identity.item),
                 "args": args_json(&identity.args),
                 "symbol": symbol,
                 "launched_by": launched_by,
-            })
+            }),
+            LaunchKey::LinkName(name) => json!({
+                "kernel": text,
+                "link_name": name,
+                "symbol": symbol,
+                "launched_by": launched_by,
+            }),
         })
         .collect();
     let manifest = json!({
@@ -484,7 +718,7 @@ fn manifest_output_path(tcx: TyCtxt<'_>, path: &str) -> Option<String> {
 /// One kernel instance read from a manifest.
 struct ReadKernel {
     text: String,
-    identity: KernelIdentity,
+    key: LaunchKey,
     symbol: String,
 }
 
@@ -531,17 +765,19 @@ fn read_manifest(tcx: TyCtxt<'_>, path: &str) -> ReadManifest {
     let mut kernels = Vec::new();
     for k in list {
         let text = k.get("kernel").and_then(Value::as_str);
-        let item = k.get("item").and_then(path_from);
-        let args = k.get("args").and_then(args_from);
         let symbol = k.get("symbol").and_then(Value::as_str);
-        let (Some(text), Some(item), Some(args), Some(symbol)) = (text, item, args, symbol) else {
+        let key = match k.get("link_name") {
+            Some(name) => name.as_str().map(|name| LaunchKey::LinkName(name.to_string())),
+            None => {
+                let item = k.get("item").and_then(path_from);
+                let args = k.get("args").and_then(args_from);
+                item.zip(args).map(|(item, args)| LaunchKey::Identity(KernelIdentity { item, args }))
+            }
+        };
+        let (Some(text), Some(key), Some(symbol)) = (text, key, symbol) else {
             corrupt(dcx, path, "a kernel entry is incomplete");
         };
-        kernels.push(ReadKernel {
-            text: text.to_string(),
-            identity: KernelIdentity { item, args },
-            symbol: symbol.to_string(),
-        });
+        kernels.push(ReadKernel { text: text.to_string(), key, symbol: symbol.to_string() });
     }
     ReadManifest { krate: krate.to_string(), graph, kernels }
 }
@@ -581,7 +817,45 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
                 why: why.to_string(),
             });
         };
-        let Some(def_id) = kernel.identity.item.resolve(tcx) else {
+        let identity = match &kernel.key {
+            LaunchKey::Identity(identity) => identity,
+            LaunchKey::LinkName(name) => {
+                // A 1.95-style kernel: the definition of the launched name.
+                let Some(def_id) = symbol_definition(tcx, name) else {
+                    tcx.dcx().emit_err(errors::OffloadDeclaredKernelUndefined {
+                        path: path.to_string(),
+                        kernel: name.clone(),
+                    });
+                    continue;
+                };
+                if !tcx.def_kind(def_id).is_fn_like()
+                    || !tcx
+                        .codegen_fn_attrs(def_id)
+                        .flags
+                        .contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
+                {
+                    tcx.dcx().emit_err(errors::OffloadDeclaredKernelNotAKernel {
+                        span: tcx.def_span(def_id),
+                        kernel: name.clone(),
+                        definition: tcx.def_path_str(def_id),
+                    });
+                    continue;
+                }
+                if !def_id.is_local() && !tcx.is_mir_available(def_id) {
+                    tcx.dcx().emit_err(errors::OffloadKernelWithoutMir {
+                        path: path.to_string(),
+                        kernel: kernel.text.clone(),
+                        krate: tcx.crate_name(def_id.krate).to_string(),
+                    });
+                    continue;
+                }
+                if check_kernel_signature(tcx, def_id) {
+                    roots.push(MonoItem::Fn(Instance::mono(tcx, def_id)));
+                }
+                continue;
+            }
+        };
+        let Some(def_id) = identity.item.resolve(tcx) else {
             stale("no such item in this crate graph");
             continue;
         };
@@ -600,7 +874,10 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
             });
             continue;
         }
-        let Some(args) = args_to_ty(tcx, &kernel.identity.args) else {
+        if !check_kernel_signature(tcx, def_id) {
+            continue;
+        }
+        let Some(args) = args_to_ty(tcx, &identity.args) else {
             stale("a generic argument names a type that no longer exists or no longer has that shape");
             continue;
         };
@@ -640,6 +917,13 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
         roots.push(MonoItem::Fn(instance));
     }
     tcx.dcx().abort_if_errors();
+    // `global_asm!` of the image crate belongs to the image whatever the kernels reach, as in
+    // any other crate's object code.
+    for id in tcx.hir_crate_items(()).free_items() {
+        if tcx.def_kind(id.owner_id) == DefKind::GlobalAsm {
+            roots.push(MonoItem::GlobalAsm(id));
+        }
+    }
     roots
 }
 

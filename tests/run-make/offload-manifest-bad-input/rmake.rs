@@ -1,5 +1,6 @@
-//! Bad input to the offload passes (DESIGN B1-B9): each is one clear diagnostic that names the
-//! file, kernel or flag, a non-zero exit, and never an ICE or an empty device image.
+//! Bad input to the offload passes (DESIGN B1-B9, and what complete images need): each is one
+//! clear diagnostic that names the file, kernel or flag, a non-zero exit, and never an ICE, an
+//! empty device image or one that leaves a symbol undefined.
 
 //@ needs-offload
 //@ needs-llvm-components: amdgpu
@@ -9,7 +10,7 @@ use run_make_support::{Rustc, cwd, rfs};
 
 #[path = "../offload-manifest/helpers.rs"]
 mod helpers;
-use helpers::{gpu_sysroot, rustc};
+use helpers::{gpu_sysroot, rustc, vendor_check};
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 
@@ -59,8 +60,8 @@ fn main() {
     refused(&mut device("kernel.rs", "corrupted.json"), "its `magic` field is missing or not `rustc-offload-manifest`");
 
     // B3: another format version, another compiler.
-    rfs::write("v2.json", good.replace("\"format_version\": 1", "\"format_version\": 2"));
-    refused(&mut device("kernel.rs", "v2.json"), "was written by another compiler or format (format 2");
+    rfs::write("v1.json", good.replace("\"format_version\": 2", "\"format_version\": 1"));
+    refused(&mut device("kernel.rs", "v1.json"), "was written by another compiler or format (format 1");
     let commit = good.split("\"rustc_commit\": \"").nth(1).unwrap().split('"').next().unwrap();
     rfs::write("other-rustc.json", good.replace(commit, "0000000000000000000000000000000000000000"));
     refused(&mut device("kernel.rs", "other-rustc.json"), "compiler 0000000000000000000000000000000000000000");
@@ -183,10 +184,63 @@ fn main() {
         .run();
     out.assert_stderr_contains("does not link GPU executables or dynamic libraries");
     let image = rfs::read(dir.join("host.out"));
+    let kernels = vendor_check(&dir.join("host.out"), TARGET).kernels;
     let symbol = rfs::read_to_string("cdylib.json");
     let symbol = symbol.split("\"symbol\": \"").nth(1).unwrap().split('"').next().unwrap();
     assert!(
         image.windows(symbol.len()).any(|w| w == symbol.as_bytes()),
         "the device image does not define the kernel {symbol}"
     );
+    assert_eq!(kernels.into_iter().collect::<Vec<_>>(), [symbol.to_string()]);
+
+    // A kernel declared on the host (1.95 style) that no crate defines for the GPU, or whose
+    // definition is not a kernel.
+    host("declared.rs").arg("-Zoffload=HostMetadata=declared.json").run();
+    refused(
+        &mut device("declared.rs", "declared.json"),
+        "the offload manifest `declared.json` launches the declared kernel `declared_kernel`, \
+         which no crate of this crate graph defines",
+    );
+    refused(
+        device("declared.rs", "declared.json").cfg("not_a_kernel"),
+        "the host launches `declared_kernel` as an offload kernel, but its definition \
+         `declared_kernel` is not a `#[rustc_offload_kernel]` function",
+    );
+
+    // A kernel that can panic, and no crate of the graph defines the panic handler.
+    host("no_panic_handler.rs").arg("-Zoffload=HostMetadata=no_panic_handler.json").run();
+    refused(
+        &mut device("no_panic_handler.rs", "no_panic_handler.json"),
+        "which no crate of this crate graph defines",
+    );
+
+    // A kernel that reaches a function of a dependency built without the device flag: the
+    // image could not define it, so the device pass refuses instead of leaving it undefined.
+    let (nomir_host, nomir_device) = (cwd().join("nomir-host"), cwd().join("nomir-device"));
+    rfs::create_dir_all(&nomir_host);
+    rfs::create_dir_all(&nomir_device);
+    host("nomir_dep.rs").crate_type("rlib").out_dir(&nomir_host).run();
+    host("nomir_root.rs")
+        .extern_("nomir_dep", nomir_host.join("libnomir_dep.rlib"))
+        .arg("-Zoffload=HostMetadata=nomir.json")
+        .run();
+    rustc()
+        .input("nomir_dep.rs")
+        .crate_type("rlib")
+        .edition("2024")
+        .target(TARGET)
+        .sysroot(gpu_sysroot())
+        .target_cpu("gfx90a")
+        .opt_level("3")
+        .out_dir(&nomir_device)
+        .run();
+    refused(
+        device("nomir_root.rs", "nomir.json")
+            .opt_level("3")
+            .extern_("nomir_dep", nomir_device.join("libnomir_dep.rlib"))
+            .out_dir(&nomir_device),
+        "an offload kernel of `nomir.json` reaches `helper`, which the crate \
+         `nomir_dep` provides only as compiled code",
+    );
+    assert!(!nomir_device.join("host.out").exists(), "an incomplete image was written");
 }

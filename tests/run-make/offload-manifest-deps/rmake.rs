@@ -18,7 +18,7 @@ use run_make_support::{Rustc, cwd, rfs};
 mod helpers;
 use helpers::{
     exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc,
-    undefined_functions,
+    undefined_functions, vendor_check,
 };
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
@@ -109,6 +109,7 @@ fn main() {
     // in the image: nothing is left to resolve but LLVM intrinsics.
     let external = undefined_functions(&ir);
     assert!(external.is_empty(), "the image leaves functions undefined: {external:?}");
+    assert_eq!(vendor_check(&image, TARGET).kernels, symbols, "the vendors' tools' kernels");
 
     // Host pass.
     rustc()

@@ -5,6 +5,13 @@
 #![no_std]
 #![allow(internal_features)]
 
+/// The panic handler of the device image (core's panic paths reach it).
+#[cfg(not(target_arch = "x86_64"))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    loop {}
+}
+
 #[rustc_offload_kernel]
 pub fn fill(x: *mut [f32; 32]) {
     for v in unsafe { &mut *x }.iter_mut() {

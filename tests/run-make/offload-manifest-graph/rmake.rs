@@ -20,7 +20,8 @@ use run_make_support::{Rustc, cwd, rfs};
 #[path = "../offload-manifest/helpers.rs"]
 mod helpers;
 use helpers::{
-    exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc, undefined_functions,
+    exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc,
+    undefined_functions, vendor_check,
 };
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
@@ -159,6 +160,7 @@ fn main() {
     assert!(!ir.contains("never_launched"), "an unlaunched kernel is in the image");
     let external = undefined_functions(&ir);
     assert!(external.is_empty(), "the image leaves functions undefined: {external:?}");
+    assert_eq!(vendor_check(&image, TARGET).kernels, symbols, "the vendors' tools' kernels");
 
     // Two roots that share a path: the last one's manifest stays, and the other root's device
     // pass refuses it as another crate's.

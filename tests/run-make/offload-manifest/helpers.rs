@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use run_make_support::llvm::llvm_bin_dir;
 use run_make_support::serde_json::Value;
-use run_make_support::{Rustc, cmd, env_var};
+use run_make_support::{Rustc, cmd, env_var, rfs};
 
 /// The `symbol` of every kernel of a manifest (parsed JSON).
 #[allow(dead_code)] // not every test that includes these helpers reads manifests
@@ -42,22 +42,121 @@ pub fn llvm_tool(name: &str) -> PathBuf {
     if beside_filecheck.exists() { beside_filecheck } else { llvm_bin_dir().join(name) }
 }
 
-/// The textual IR of the `target` bitcode inside the offload image `image` (`host.out`), as
-/// the offload runtime will get it.
-pub fn image_ir(image: &Path, target: &str) -> String {
+/// The `target` bitcode inside the offload image `image` (`host.out`), as the offload runtime
+/// will get it, written beside the image as `image.bc`.
+pub fn image_bitcode(image: &Path, target: &str) -> PathBuf {
     let bc = image.with_file_name("image.bc");
     cmd(llvm_tool("llvm-offload-binary"))
         .arg(image)
         .arg(format!("--image=file={},triple={target}", bc.display()))
         .run();
+    bc
+}
+
+/// The textual IR of the `target` bitcode inside the offload image `image` (`host.out`).
+pub fn image_ir(image: &Path, target: &str) -> String {
+    let bc = image_bitcode(image, target);
     cmd(llvm_tool("llvm-dis")).arg(&bc).arg("-o").arg("-").run().stdout_utf8()
 }
 
-/// The functions `ir` defines with a linkage visible outside the module.
+/// NVIDIA's `ptxas` or `nvlink`, which `./x.py build` unpacks from the pinned
+/// `nvidia-cuda-nvcc` wheel beside the GPU sysroot.
+pub fn cuda_tool(name: &str) -> PathBuf {
+    let tool = PathBuf::from(env_var("BUILD_ROOT")).join("offload-cuda/bin").join(name);
+    assert!(tool.exists(), "{} is missing: run `./x.py build`", tool.display());
+    tool
+}
+
+/// What the GPU vendors' tools report on a device image that they accepted.
+#[allow(dead_code)] // not every test reads every field
+pub struct VendorReport {
+    /// The kernels of the linked code object: `<name>.kd` symbols (amdgcn), `.entry`
+    /// functions (nvptx).
+    pub kernels: BTreeSet<String>,
+    /// `ptxas -v`'s lines on each function (registers, spills, stack); empty on amdgcn.
+    pub resources: Vec<String>,
+}
+
+/// Checks the `target` image `image` (`host.out`) with the GPU vendors' tools, so that an image
+/// that leaves anything undefined fails the test:
+/// - `amdgcn-amd-amdhsa`: `llc -mcpu=gfx90a` (code object v5) to an object, then
+///   `ld.lld -shared --no-undefined` to the code object the runtime loads;
+/// - `nvptx64-nvidia-cuda`: `llc -mcpu=sm_90` to PTX, `ptxas -arch=sm_90 -c -v` to a
+///   relocatable cubin, then `nvlink -arch=sm_90`, which reports every undefined function or
+///   global (whole-program `ptxas` would allocate an undefined global as zeros).
+/// Panics with the tool's output when a tool refuses the image.
+pub fn vendor_check(image: &Path, target: &str) -> VendorReport {
+    let bc = image_bitcode(image, target);
+    let dir = image.parent().unwrap();
+    match target {
+        "amdgcn-amd-amdhsa" => {
+            let obj = dir.join("image.o");
+            let so = dir.join("image.so");
+            cmd(llvm_tool("llc"))
+                .arg("-mcpu=gfx90a")
+                .arg("--amdhsa-code-object-version=5")
+                .arg("-filetype=obj")
+                .arg(&bc)
+                .arg("-o")
+                .arg(&obj)
+                .run();
+            cmd(llvm_tool("ld.lld")).arg("-shared").arg("--no-undefined").arg(&obj).arg("-o").arg(&so).run();
+            let nm = cmd(llvm_tool("llvm-nm")).arg(&so).run().stdout_utf8();
+            let kernels = nm
+                .lines()
+                .filter_map(|l| l.split_whitespace().last())
+                .filter_map(|name| name.strip_suffix(".kd"))
+                .map(str::to_string)
+                .collect();
+            VendorReport { kernels, resources: Vec::new() }
+        }
+        "nvptx64-nvidia-cuda" => {
+            let ptx = dir.join("image.ptx");
+            let cubin = dir.join("image.cubin");
+            cmd(llvm_tool("llc")).arg("-mcpu=sm_90").arg(&bc).arg("-o").arg(&ptx).run();
+            let assembled = cmd(cuda_tool("ptxas"))
+                .arg("-arch=sm_90")
+                .arg("-c")
+                .arg("-v")
+                .arg(&ptx)
+                .arg("-o")
+                .arg(&cubin)
+                .run();
+            cmd(cuda_tool("nvlink"))
+                .arg("-arch=sm_90")
+                .arg(&cubin)
+                .arg("-o")
+                .arg(dir.join("image.linked.cubin"))
+                .run();
+            let kernels = rfs::read_to_string(&ptx)
+                .lines()
+                .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+                .map(|rest| rest.split('(').next().unwrap().trim().to_string())
+                .collect();
+            let mut resources = assembled.stdout_utf8();
+            resources.push_str(&assembled.stderr_utf8());
+            let resources = resources
+                .lines()
+                .filter(|l| l.contains("registers") || l.contains("spill") || l.contains("stack"))
+                .map(str::to_string)
+                .collect();
+            VendorReport { kernels, resources }
+        }
+        _ => panic!("no vendor check for {target}"),
+    }
+}
+
+/// The functions `ir` defines that a code object made from it exports: neither internal nor
+/// private, and not hidden (a hidden function, such as one with a fixed symbol, is visible to
+/// the other modules of a link, but not exported).
 pub fn exported_functions(ir: &str) -> BTreeSet<String> {
     ir.lines()
         .filter(|l| l.starts_with("define "))
-        .filter(|l| !l.starts_with("define internal ") && !l.starts_with("define private "))
+        .filter(|l| {
+            !l.starts_with("define internal ")
+                && !l.starts_with("define private ")
+                && !l.starts_with("define hidden ")
+        })
         .map(|l| l[l.find(" @").unwrap() + 2..].split('(').next().unwrap().to_string())
         .collect()
 }

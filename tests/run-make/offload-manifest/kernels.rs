@@ -51,9 +51,9 @@ pub fn negate(x: *mut [f32; 64]) {
     }
 }
 
-/// A kernel whose helpers a library exports to its downstream crates: a public function and an
-/// `#[inline(never)]` generic one. No crate links against the device image, so there they are
-/// internal; a `#[no_mangle]` helper keeps its symbol.
+/// A kernel whose helpers a library exports to its downstream crates: a public function, an
+/// `#[inline(never)]` generic one and a `#[no_mangle]` one. No crate links against the device
+/// image, so there the first two are internal and the third is hidden.
 #[rustc_offload_kernel]
 pub fn mix(x: *mut [u32; 64], y: u32) {
     let x = unsafe { &mut *x };
@@ -70,7 +70,7 @@ pub fn public_step(a: u32, b: u32) -> u32 {
     a.rotate_left(5) ^ b
 }
 
-/// A helper of `mix` whose symbol its author chose: exported from the image too.
+/// A helper of `mix` whose symbol its author chose: hidden in the image, not exported.
 #[unsafe(no_mangle)]
 #[inline(never)]
 pub fn offload_test_unmangled_step(a: u32) -> u32 {
@@ -81,6 +81,13 @@ pub fn offload_test_unmangled_step(a: u32) -> u32 {
 #[inline(never)]
 pub fn generic_step<T: Copy + core::ops::BitXor<Output = T>>(a: T, b: T) -> T {
     a ^ b
+}
+
+/// The panic handler of the device image, which core's panics (here at opt-level 0) reach.
+#[cfg(not(target_arch = "x86_64"))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    loop {}
 }
 
 /// A kernel that nothing launches (S7).

@@ -1,8 +1,10 @@
 //! The three offload passes on one crate, for both GPU targets (DESIGN S1-S3, S7-S10):
 //! the host metadata pass records exactly the launched kernel instances, generic ones
 //! included; the device pass defines exactly those kernels (and internal helpers they reach,
-//! nothing public but a `#[no_mangle]` helper, no unlaunched kernel, no function that no
-//! kernel reaches); the host pass launches them under the symbols the device pass defined. Host and device passes get different `-C metadata`, as cargo gives.
+//! nothing exported, a `#[no_mangle]` helper hidden, no unlaunched kernel, no function that no
+//! kernel reaches), and the GPU vendors' tools accept the image with exactly those kernels; the
+//! host pass launches them under the symbols the device pass defined. Host and device passes
+//! get different `-C metadata`, as cargo gives.
 
 //@ needs-offload
 //@ needs-llvm-components: amdgpu nvptx
@@ -16,7 +18,7 @@ use run_make_support::{cwd, rfs};
 mod helpers;
 use helpers::{
     exported_functions, gpu_sysroot, image_ir, offload_entries, rustc, undefined_functions,
-    unreached_functions,
+    unreached_functions, vendor_check,
 };
 
 /// The kernel instances `kernels.rs` launches, as the manifest prints them.
@@ -47,7 +49,7 @@ fn main() {
     let text = rfs::read_to_string(&manifest);
     let json: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(json["magic"], "rustc-offload-manifest");
-    assert_eq!(json["format_version"], 1);
+    assert_eq!(json["format_version"], 2);
     assert_eq!(json["crate"], "kernels");
     let entries = json["kernels"].as_array().unwrap();
     let kernels: Vec<&str> = entries.iter().map(|k| k["kernel"].as_str().unwrap()).collect();
@@ -70,11 +72,10 @@ fn main() {
         .arg(format!("-Zoffload=HostMetadata={}", again.display()))
         .run();
     assert_eq!(rfs::read(&again), rfs::read(&manifest));
-    let mut exports = symbols.clone();
-    exports.insert("offload_test_unmangled_step".to_string());
+    let exports = symbols.clone();
 
     // At opt-level 0, where generic instances are shared with downstream crates, the image
-    // still exports only the kernels and the `#[no_mangle]` helper.
+    // still exports only the kernels.
     let o0 = cwd().join("O0");
     rfs::create_dir_all(&o0);
     rustc()
@@ -96,6 +97,7 @@ fn main() {
         exports,
         "opt-level 0: the image must export the kernels and no more"
     );
+    assert_eq!(vendor_check(&o0.join("host.out"), "amdgcn-amd-amdhsa").kernels, symbols);
 
     for (target, cpu, kernel_cc) in [
         ("amdgcn-amd-amdhsa", Some("gfx90a"), "amdgpu_kernel"),
@@ -125,7 +127,8 @@ fn main() {
         let image = dir.join("host.out");
         let defined = ir.lines().filter(|l| l.starts_with("define ")).count();
         // `mix`'s public and `#[inline(never)]` generic helpers, which a library exports, are
-        // internal in the image; its `#[no_mangle]` helper is not.
+        // internal in the image, and its `#[no_mangle]` helper is hidden: only the offload
+        // runtime links against the image.
         assert_eq!(
             exported_functions(&ir),
             exports,
@@ -154,7 +157,13 @@ fn main() {
             external.is_empty(),
             "{target}: the image leaves functions undefined: {external:?}"
         );
+        // The vendors' tools accept the image, nothing undefined, with exactly the kernels.
+        let report = vendor_check(&image, target);
+        assert_eq!(report.kernels, symbols, "{target}: the kernels of the linked code object");
         println!("{target}: {defined} functions defined, {} kernels", symbols.len());
+        for line in &report.resources {
+            println!("{target}: {line}");
+        }
 
         // Host pass: launches under the device pass's symbols.
         let host_dir = cwd().join(format!("host-{target}"));

@@ -66,6 +66,8 @@ pub fn run(project: &Path, cache: &Cache, args: Vec<OsString>) -> Result<()> {
         path(&cache.root.join("bench")),
         "--results".into(),
         path(&project.join("src/offload-bench/results")),
+        "--cuda-bin".into(),
+        path(&crate::cuda::cuda_bin(cache)),
     ]
     .into_iter()
     .map(OsString::from)

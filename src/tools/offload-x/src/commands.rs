@@ -123,6 +123,7 @@ pub fn build(project: &Path, cache: &Cache) -> Result<()> {
     bootstrap(cache, "BUILD", &["build", "--stage", "1", "library", "--target", &targets])?;
     timer.done();
     save_gpu_sysroot(cache)?;
+    crate::cuda::ensure_cuda_tools(cache)?;
     Ok(())
 }
 

@@ -13,6 +13,11 @@
 //! 3. Report, read from the image itself (`llvm-offload-binary` extracts the bitcode,
 //!    `llvm-dis` prints it): its kernels (`amdgpu_kernel` definitions), the number of functions
 //!    it defines, its size, and the host object's path.
+//! 4. The vendor check: the image's bitcode through `llc -mcpu=gfx90a` and
+//!    `ld.lld -shared --no-undefined`, as a code object the AMDGPU runtime loads. The
+//!    manifest pipeline's image must pass (the job fails otherwise); the base pipeline's result
+//!    is reported beside it (its image is one crate's bitcode, which leaves `core`'s
+//!    non-inlinable functions undefined).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -112,6 +117,41 @@ pub struct PipelineReport {
     pub manifest: Option<PathBuf>,
     pub image: ImageReport,
     pub host_object: PathBuf,
+    /// The vendor check: `Ok` with the code object's kernels (`<name>.kd` symbols), or what
+    /// `llc` or `ld.lld --no-undefined` reported.
+    pub vendor_check: std::result::Result<Vec<String>, String>,
+}
+
+/// Links the amdgcn bitcode `bc` as the AMDGPU runtime would load it: `llc -mcpu=gfx90a` (code
+/// object v5) to an object, then `ld.lld -shared --no-undefined`. Returns the code object's
+/// kernels, or the tools' complaint (an undefined symbol, say).
+fn vendor_check_amdgcn(cache: &Cache, bc: &Path) -> Result<std::result::Result<Vec<String>, String>> {
+    let dir = bc.parent().unwrap();
+    let (obj, so) = (bc.with_extension("o"), bc.with_extension("so"));
+    let llc = [
+        format!("-mcpu={DEVICE_CPU}"),
+        "--amdhsa-code-object-version=5".into(),
+        "-filetype=obj".into(),
+        bc.display().to_string(),
+        "-o".into(),
+        obj.display().to_string(),
+    ];
+    if let Err(failure) = run_in(cache, dir, "llc", &llc) {
+        return Ok(Err(failure.message));
+    }
+    let lld = ["-shared".into(), "--no-undefined".into(), obj.display().to_string(), "-o".into(), so.display().to_string()];
+    if let Err(failure) = run_in(cache, dir, "ld.lld", &lld) {
+        return Ok(Err(failure.message));
+    }
+    let symbols = run_in(cache, dir, "llvm-nm", &[so.display().to_string()])?;
+    let mut kernels: Vec<String> = symbols
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter_map(|name| name.strip_suffix(".kd"))
+        .map(str::to_string)
+        .collect();
+    kernels.sort();
+    Ok(Ok(kernels))
 }
 
 /// `./x.py image PATH`: what the offload image at `path` holds, for whichever GPU target it
@@ -188,6 +228,8 @@ pub fn run_pipeline(project: &Path, cache: &Cache, pipeline: Pipeline) -> Result
     timer.done();
     let image = device.join("host.out");
     let report = inspect_image(cache, &image)?;
+    // `inspect_image` left the image's bitcode in the cache's scratch folder.
+    let vendor_check = vendor_check_amdgcn(cache, &cache.job().join("inspect/image-device.bc"))?;
 
     let timer = Timer::start(STEP, "host pass: -Zoffload=Host=<image>, -Clto=fat");
     let mut args = common(&host);
@@ -203,7 +245,7 @@ pub fn run_pipeline(project: &Path, cache: &Cache, pipeline: Pipeline) -> Result
     if !host_object.exists() {
         return fail(STEP, format!("the host pass wrote no {}", host_object.display()));
     }
-    Ok(PipelineReport { manifest, image: report, host_object })
+    Ok(PipelineReport { manifest, image: report, host_object, vendor_check })
 }
 
 /// `./x.py job`: builds what is missing, runs the example through both pipelines, reports.
@@ -228,6 +270,26 @@ pub fn run(project: &Path, cache: &Cache) -> Result<()> {
         say(STEP, format!("{name}: kernels in the image: {}", report.image.kernels.join(", ")));
         say(STEP, format!("{name}: image {}", report.image.image.display()));
         say(STEP, format!("{name}: host object {}", report.host_object.display()));
+        match &report.vendor_check {
+            Ok(kernels) => say(
+                STEP,
+                format!("{name}: llc + ld.lld --no-undefined: linked, kernels {}", kernels.join(", ")),
+            ),
+            Err(complaint) => {
+                let first = complaint.lines().find(|l| l.contains("undefined")).unwrap_or("see above");
+                say(STEP, format!("{name}: llc + ld.lld --no-undefined: refused ({})", first.trim()));
+            }
+        }
     }
-    Ok(())
+    match &ours.vendor_check {
+        Ok(kernels) if *kernels == ours.image.kernels => Ok(()),
+        Ok(kernels) => fail(
+            STEP,
+            format!(
+                "the manifest pipeline's code object has the kernels {kernels:?}, the image {:?}",
+                ours.image.kernels
+            ),
+        ),
+        Err(complaint) => fail(STEP, format!("the manifest pipeline's image does not link:\n{complaint}")),
+    }
 }

@@ -12,7 +12,8 @@
 //!    recorded as the base commit of a git repository kept outside the tree ([`upstream`]);
 //! 5. `[PATCH]` our patches and new files, written only where the result differs from what is
 //!    on disk, so an unchanged project rebuilds nothing ([`materialize`]);
-//! 6. `[BUILD]`, `[TEST]`, `[RUN]`: upstream's bootstrap inside the sysroot ([`commands`]);
+//! 6. `[BUILD]`, `[TEST]`, `[RUN]`: upstream's bootstrap inside the sysroot ([`commands`]), and
+//!    NVIDIA's `ptxas`/`nvlink` from a pinned wheel, which check the nvptx images ([`cuda`]);
 //! 7. `[JOB]` and `[BENCH]`: the main job ([`job`]) and the device-pass benchmark ([`bench`]).
 //!
 //! Every step that takes long is skipped when its stamp in the cache says it is complete; a
@@ -21,6 +22,7 @@
 pub mod bench;
 pub mod cache;
 pub mod commands;
+pub mod cuda;
 pub mod fetch;
 pub mod job;
 pub mod materialize;

@@ -87,3 +87,14 @@ pub const HOST: &str = "x86_64-unknown-linux-gnu";
 /// they are built for where the target has no default (amdgcn: gfx90a, an MI200).
 pub const GPU_TARGETS: &[(&str, Option<&str>)] =
     &[("amdgcn-amd-amdhsa", Some("gfx90a")), ("nvptx64-nvidia-cuda", None)];
+
+/// PyPI's `nvidia-cuda-nvcc` 13.0.88 (CUDA 13.0, what the lent H200 machine runs): `ptxas` and
+/// `nvlink`, which check the nvptx device images (see `cuda`).
+pub const CUDA_TOOLS_WHEEL: PinnedFile = PinnedFile {
+    name: "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+    size: 37_384_532,
+    sha256: "56fe502eb77625a12f25172caa3cdddb4e4c8ba2c8c17dba44b164761b380f03",
+};
+
+/// The requirement `pip download` is given for [`CUDA_TOOLS_WHEEL`].
+pub const CUDA_TOOLS_WHEEL_REQUIREMENT: &str = "nvidia-cuda-nvcc==13.0.88";

@@ -1,0 +1,95 @@
+//! Kernels in the 1.95 style (host `extern "C"` declarations, GPU `#[no_mangle]
+//! #[rustc_offload_kernel] extern "gpu-kernel"` definitions) through the manifest pipeline,
+//! unchanged, as a `cdylib` with fat LTO: the host metadata pass records each launch by its
+//! link name (launches from trait methods and from plain functions); the device pass roots
+//! exactly the definitions of those names (the unlaunched one stays out), and the image passes
+//! the GPU vendors' tools with exactly those kernels. The base pipeline (bare
+//! `-Zoffload=Device`) still compiles the same source, and its image holds every definition,
+//! the unlaunched one included.
+
+//@ needs-offload
+//@ needs-llvm-components: amdgpu nvptx
+//@ only-x86_64
+
+use std::collections::BTreeSet;
+
+use run_make_support::serde_json::{self, Value};
+use run_make_support::{Rustc, cwd, rfs};
+
+#[path = "../offload-manifest/helpers.rs"]
+mod helpers;
+use helpers::{exported_functions, gpu_sysroot, image_ir, manifest_symbols, rustc, vendor_check};
+
+const LAUNCHED: &[&str] = &["suite_daxpy", "suite_dot", "suite_minmax", "suite_stencil3"];
+
+fn cdylib(rustc: &mut Rustc) -> &mut Rustc {
+    rustc
+        .input("suite.rs")
+        .crate_name("suite")
+        .crate_type("cdylib")
+        .edition("2024")
+        .opt_level("3")
+        .codegen_units(1)
+        .arg("-Clto=fat")
+        .arg("-Cpanic=abort")
+}
+
+fn main() {
+    let manifest = cwd().join("suite.manifest.json");
+    cdylib(&mut rustc())
+        .metadata("host")
+        .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
+        .run();
+    let json: Value = serde_json::from_str(&rfs::read_to_string(&manifest)).unwrap();
+    let entries = json["kernels"].as_array().unwrap();
+    let link_names: Vec<&str> = entries.iter().map(|k| k["link_name"].as_str().unwrap()).collect();
+    assert_eq!(link_names, LAUNCHED, "the manifest names declared kernels by their link names");
+    for entry in entries {
+        assert_eq!(entry["symbol"], entry["link_name"]);
+        assert_eq!(entry["launched_by"], serde_json::json!(["suite"]));
+    }
+    let symbols = manifest_symbols(&json);
+    let launched: BTreeSet<String> = LAUNCHED.iter().map(|s| s.to_string()).collect();
+    assert_eq!(symbols, launched);
+
+    for (target, cpu) in [("amdgcn-amd-amdhsa", Some("gfx90a")), ("nvptx64-nvidia-cuda", None)] {
+        // The manifest pipeline.
+        let dir = cwd().join(target);
+        rfs::create_dir_all(&dir);
+        let mut device = rustc();
+        cdylib(&mut device)
+            .target(target)
+            .sysroot(gpu_sysroot())
+            .metadata("device")
+            .out_dir(&dir)
+            .arg(format!("-Zoffload=Device={}", manifest.display()));
+        if let Some(cpu) = cpu {
+            device.target_cpu(cpu);
+        }
+        device.run();
+        let image = dir.join("host.out");
+        let ir = image_ir(&image, target);
+        assert_eq!(exported_functions(&ir), launched, "{target}: the image's exports");
+        assert!(!ir.contains("suite_never_launched"), "{target}: an unlaunched kernel is in the image");
+        assert_eq!(vendor_check(&image, target).kernels, launched, "{target}: the vendors' kernels");
+
+        // The base pipeline compiles the same source; its image keeps every kernel definition.
+        let base_dir = cwd().join(format!("{target}-base"));
+        rfs::create_dir_all(&base_dir);
+        let mut base = rustc();
+        cdylib(&mut base)
+            .target(target)
+            .sysroot(gpu_sysroot())
+            .metadata("device")
+            .out_dir(&base_dir)
+            .arg("-Zoffload=Device");
+        if let Some(cpu) = cpu {
+            base.target_cpu(cpu);
+        }
+        base.run();
+        let base_ir = image_ir(&base_dir.join("host.out"), target);
+        for kernel in LAUNCHED.iter().chain(&["suite_never_launched"]) {
+            assert!(base_ir.contains(&format!("@{kernel}(")), "{target}: base image lacks {kernel}");
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Complete device images (DESIGN S10-S15): a corpus of realistic kernels whose code reaches
+//! what an image must define itself, since nothing is linked into it: `core`'s panic paths and
+//! the panic handler of a dependency, statics of the crate, of a dependency and of `core`
+//! (Unicode tables), vtables, a table of function pointers, a dependency's function and static
+//! bound by symbol through `extern` declarations, atomics, `#[repr(C)]` and array parameters,
+//! generic instances, 128-bit arithmetic. Through both GPU targets, the image must export
+//! exactly the kernels, declare nothing but LLVM intrinsics, and pass the vendors' tools
+//! (`ld.lld --no-undefined`; `ptxas` + `nvlink`) with exactly the manifest's kernels.
+
+//@ needs-offload
+//@ needs-llvm-components: amdgpu nvptx
+//@ only-x86_64
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use run_make_support::serde_json::{self, Value};
+use run_make_support::{cwd, rfs};
+
+#[path = "../offload-manifest/helpers.rs"]
+mod helpers;
+use helpers::{
+    exported_functions, gpu_sysroot, image_ir, manifest_symbols, rustc, undefined_functions,
+    unreached_functions, vendor_check,
+};
+
+/// The kernel instances that `corpus.rs` launches, as the manifest prints them.
+const EXPECTED_KERNELS: &[&str] = &[
+    "corpus::affine",
+    "corpus::apply_ops",
+    "corpus::areas",
+    "corpus::axpy::<f32>",
+    "corpus::axpy::<u64>",
+    "corpus::classify",
+    "corpus::divide",
+    "corpus::float_math",
+    "corpus::gather",
+    "corpus::histogram",
+    "corpus::strided_dot",
+    "corpus::tables",
+    "corpus::wide",
+];
+
+fn main() {
+    let manifest = cwd().join("corpus.manifest.json");
+    let host_dir = cwd().join("host");
+    rfs::create_dir_all(&host_dir);
+    rustc()
+        .input("devlib.rs")
+        .crate_type("rlib")
+        .edition("2024")
+        .metadata("devlib-host")
+        .out_dir(&host_dir)
+        .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
+        .emit("metadata")
+        .run();
+    rustc()
+        .input("corpus.rs")
+        .crate_type("lib")
+        .edition("2024")
+        .metadata("corpus-host")
+        .extern_("devlib", host_dir.join("libdevlib.rmeta"))
+        .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
+        .run();
+    let json: Value = serde_json::from_str(&rfs::read_to_string(&manifest)).unwrap();
+    let kernels: Vec<&str> =
+        json["kernels"].as_array().unwrap().iter().map(|k| k["kernel"].as_str().unwrap()).collect();
+    assert_eq!(kernels, EXPECTED_KERNELS);
+    let symbols = manifest_symbols(&json);
+
+    for (target, cpu) in [("amdgcn-amd-amdhsa", Some("gfx90a")), ("nvptx64-nvidia-cuda", None)] {
+        for opt_level in ["0", "3"] {
+            let dir = cwd().join(format!("{target}-O{opt_level}"));
+            rfs::create_dir_all(&dir);
+            device_pass(&manifest, "devlib.rs", target, cpu, opt_level, &dir);
+            assert!(!dir.join("host.out").exists(), "{target}: the dependency wrote an image");
+            device_pass(&manifest, "corpus.rs", target, cpu, opt_level, &dir);
+            check_image(&dir.join("host.out"), target, opt_level, &symbols);
+        }
+    }
+}
+
+/// The device pass of `input` for `target`, as cargo runs it with the manifest in `RUSTFLAGS`:
+/// the dependency first, then the root, which builds the image.
+fn device_pass(manifest: &Path, input: &str, target: &str, cpu: Option<&str>, opt: &str, dir: &Path) {
+    let crate_name = input.trim_end_matches(".rs");
+    let mut rustc = rustc();
+    rustc
+        .input(input)
+        .crate_type(if crate_name == "devlib" { "rlib" } else { "lib" })
+        .edition("2024")
+        .target(target)
+        .sysroot(gpu_sysroot())
+        .metadata(&format!("{crate_name}-device"))
+        .opt_level(opt)
+        .out_dir(dir)
+        .library_search_path(dir)
+        .arg(format!("-Zoffload=Device={}", manifest.display()));
+    if crate_name != "devlib" {
+        rustc.extern_("devlib", dir.join("libdevlib.rlib"));
+    }
+    if let Some(cpu) = cpu {
+        rustc.target_cpu(cpu);
+    }
+    rustc.run();
+}
+
+fn check_image(image: &Path, target: &str, opt: &str, symbols: &BTreeSet<String>) {
+    let ir = image_ir(image, target);
+    assert_eq!(&exported_functions(&ir), symbols, "{target} -O{opt}: the image's exports");
+    let undefined = undefined_functions(&ir);
+    assert!(undefined.is_empty(), "{target} -O{opt}: undefined functions {undefined:?}\n{ir}");
+    let external_globals: Vec<&str> =
+        ir.lines().filter(|l| l.starts_with('@') && l.contains(" external ")).collect();
+    assert!(
+        external_globals.is_empty(),
+        "{target} -O{opt}: globals the image does not define: {external_globals:?}"
+    );
+    // At opt-level 0 LLVM keeps what the collector conservatively adds and nothing calls (the
+    // fallback bodies of intrinsics that the backend implements itself).
+    if opt != "0" {
+        let unreached = unreached_functions(&ir);
+        assert!(unreached.is_empty(), "{target} -O{opt}: functions no kernel reaches: {unreached:?}");
+    }
+    let report = vendor_check(image, target);
+    assert_eq!(&report.kernels, symbols, "{target} -O{opt}: the kernels the vendors' tools see");
+    let defined = ir.lines().filter(|l| l.starts_with("define ")).count();
+    println!("{target} -O{opt}: {defined} functions, {} kernels", symbols.len());
+    for line in &report.resources {
+        println!("{target} -O{opt}: {line}");
+    }
+}
