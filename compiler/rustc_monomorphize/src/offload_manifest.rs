@@ -58,7 +58,7 @@
 //! ```json
 //! {
 //!   "magic": "rustc-offload-manifest",
-//!   "format_version": 1,
+//!   "format_version": 2,
 //!   "rustc_commit": "<commit hash of the compiler that wrote it>",
 //!   "crate": "<name of the crate of the host metadata pass>",
 //!   "crate_graph": ["<names of every crate of its graph, sorted>"],
@@ -77,25 +77,40 @@
 //! `["ref", <mutable>, <type>]`, `["ptr", <mutable>, <type>]`, `["array", <type>, <len>]`,
 //! `["slice", <type>]`, `["tuple", [<types>]]`; a lifetime argument is `["lifetime"]`. The
 //! `kernel` field is the instance as text (what `--print`-style dumps show); the device pass
-//! reads `item`, `args` and `symbol`. A reader refuses another `magic`, `format_version` or
-//! `rustc_commit`.
+//! reads `item`, `args` and `symbol`. A kernel in the 1.95 style, which the host declares in an
+//! `extern` block and the GPU build defines `#[no_mangle]`, has `link_name` (its symbol) in
+//! place of `item` and `args`, and `kernel` is `extern <link name>`; the device pass roots the
+//! `#[rustc_offload_kernel]` definition of that symbol in its crate graph. Format 1 had no
+//! such entries. A reader refuses another `magic`, `format_version` or `rustc_commit`.
+//!
+//! # A complete image
+//!
+//! Nothing is linked into the device image, so the crate that builds it instantiates all that
+//! the kernels reach: every function with MIR and every static, of any crate (the device pass
+//! encodes the MIR of every function, see `rustc_metadata`), and, for a foreign item, the
+//! definition under its symbol elsewhere in the crate graph (the panic handler behind core's
+//! `panic_impl`, `#[no_mangle]` functions and statics behind `extern` declarations). What
+//! cannot be defined is an error: a function whose crate carries no MIR for it, a weak lang
+//! item that no crate defines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use rustc_data_structures::fx::FxHashSet;
 use rustc_errors::DiagCtxtHandle;
+use rustc_hir::LangItem;
 use rustc_hir::def::DefKind;
 use rustc_hir::def_id::{DefId, LOCAL_CRATE};
-use rustc_middle::middle::exported_symbols::ExportedSymbol;
+use rustc_hir::weak_lang_items::WEAK_LANG_ITEMS;
 use rustc_middle::middle::codegen_fn_attrs::CodegenFnAttrFlags;
+use rustc_middle::middle::exported_symbols::ExportedSymbol;
 use rustc_middle::mir::mono::MonoItem;
 use rustc_middle::mir::{self, TerminatorKind};
+use rustc_middle::query::LocalCrate;
 use rustc_middle::ty::offload_kernel::{
     ItemPath, KernelArg, KernelIdentity, KernelTy, PathComponent, Unsupported, args_to_ty,
     identity_symbol,
 };
-use rustc_middle::query::LocalCrate;
 use rustc_middle::ty::{self, Instance, InstanceKind, Ty, TyCtxt};
 use rustc_middle::util::Providers;
 use rustc_session::config::{CrateType, Offload};
@@ -183,7 +198,8 @@ fn launches_in<'tcx>(
         let span = terminator.source_info.span;
         let launched = callee_args.type_at(0);
         let ty::FnDef(kernel, kernel_args) = *launched.kind() else {
-            tcx.dcx().emit_err(errors::OffloadLaunchNotAKernel { span, launched: launched.to_string() });
+            tcx.dcx()
+                .emit_err(errors::OffloadLaunchNotAKernel { span, launched: launched.to_string() });
             continue;
         };
         // The 1.95 style: the host declares the kernel in an `extern` block and the GPU build
@@ -320,6 +336,11 @@ fn foreign_definition(tcx: TyCtxt<'_>, foreign: DefId) -> Option<DefId> {
     if device_manifest_path(tcx).is_none() || !tcx.is_foreign_item(foreign) {
         return None;
     }
+    // An `extern_weak` or other `#[linkage]` import keeps its own linkage in codegen, which a
+    // definition in the same module cannot take: it stays a declaration.
+    if tcx.codegen_fn_attrs(foreign).import_linkage.is_some() {
+        return None;
+    }
     let symbol = tcx.symbol_name(Instance::mono(tcx, foreign)).name;
     if symbol.starts_with("llvm.") {
         return None;
@@ -328,36 +349,44 @@ fn foreign_definition(tcx: TyCtxt<'_>, foreign: DefId) -> Option<DefId> {
 }
 
 /// The function or static of this crate graph that is defined under the fixed symbol `symbol`
-/// (`#[no_mangle]`, `#[export_name]`, weak lang items), if any: the local crate's own items
-/// first, then each dependency's exported symbols.
+/// (`#[no_mangle]`, `#[export_name]`, weak lang items), if any: among the local crate's own
+/// items and each dependency's exported symbols. Crates marked `no_builtins`
+/// (`compiler_builtins` among them) are left out: their functions (`memcpy`, ...) must not be
+/// compiled where LLVM may turn their bodies into calls of themselves. Two definitions are an
+/// error, as they would be for the linker.
 fn symbol_definition(tcx: TyCtxt<'_>, symbol: &str) -> Option<DefId> {
     let has_symbol = |def_id: DefId| {
         matches!(tcx.def_kind(def_id), DefKind::Fn | DefKind::AssocFn | DefKind::Static { .. })
             && !tcx.is_foreign_item(def_id)
             && !tcx.generics_of(def_id).requires_monomorphization(tcx)
+            && tcx.codegen_fn_attrs(def_id).contains_extern_indicator()
             && tcx.symbol_name(Instance::mono(tcx, def_id)).name == symbol
     };
-    let local = tcx.hir_crate_items(()).definitions().map(|d| d.to_def_id()).find(|&def_id| {
-        matches!(tcx.def_kind(def_id), DefKind::Fn | DefKind::AssocFn | DefKind::Static { .. })
-            && {
-                let attrs = tcx.codegen_fn_attrs(def_id);
-                attrs.contains_extern_indicator()
-                    || attrs.flags.contains(CodegenFnAttrFlags::RUSTC_STD_INTERNAL_SYMBOL)
-            }
-            && has_symbol(def_id)
-    });
-    local.or_else(|| {
-        tcx.crates(()).iter().find_map(|&cnum| {
-            tcx.exported_non_generic_symbols(cnum).iter().find_map(|(exported, _)| match exported {
-                ExportedSymbol::NonGeneric(def_id) if has_symbol(*def_id) => Some(*def_id),
-                _ => None,
-            })
-        })
-    })
+    let local = tcx.hir_crate_items(()).definitions().map(|d| d.to_def_id());
+    let upstream = tcx
+        .crates(())
+        .iter()
+        .filter(|&&cnum| !tcx.is_compiler_builtins(cnum) && !tcx.is_no_builtins(cnum))
+        .flat_map(|&cnum| tcx.exported_non_generic_symbols(cnum))
+        .filter_map(|(exported, _)| match exported {
+            ExportedSymbol::NonGeneric(def_id) => Some(*def_id),
+            _ => None,
+        });
+    let mut definitions = local.chain(upstream).filter(|&def_id| has_symbol(def_id));
+    let first = definitions.next()?;
+    if let Some(second) = definitions.next() {
+        tcx.dcx().emit_err(errors::OffloadDeviceSymbolAmbiguous {
+            symbol: symbol.to_string(),
+            first: tcx.def_path_str(first),
+            second: tcx.def_path_str(second),
+        });
+    }
+    Some(first)
 }
 
 /// `instance`, or, for a foreign function that this crate graph defines, the definition (see
 /// [`foreign_definition`]).
+///
 /// A weak lang item (the panic handler) that no crate defines is an error: the image would call
 /// an undefined symbol.
 pub(crate) fn bind_foreign_fn<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>) -> Instance<'tcx> {
@@ -366,29 +395,42 @@ pub(crate) fn bind_foreign_fn<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>)
         Some(definition) if !matches!(tcx.def_kind(definition), DefKind::Static { .. }) => {
             Instance::mono(tcx, definition)
         }
-        None if device_manifest_path(tcx).is_some()
-            && tcx.is_foreign_item(def_id)
-            && tcx
-                .codegen_fn_attrs(def_id)
-                .flags
-                .contains(CodegenFnAttrFlags::RUSTC_STD_INTERNAL_SYMBOL) =>
-        {
-            tcx.dcx().emit_err(errors::OffloadDeviceLangItemUndefined {
-                path: device_manifest_path(tcx).unwrap_or_default().to_string(),
-                item: tcx.def_path_str(def_id),
-                symbol: tcx.symbol_name(instance).name.to_string(),
-            });
+        None => {
+            if let Some(path) = device_manifest_path(tcx)
+                && tcx.is_foreign_item(def_id)
+                && let Some(lang_item) = weak_lang_item(tcx, def_id)
+            {
+                tcx.dcx().emit_err(errors::OffloadDeviceLangItemUndefined {
+                    path: path.to_string(),
+                    item: tcx.def_path_str(def_id),
+                    symbol: tcx.symbol_name(instance).name.to_string(),
+                    panic_handler: lang_item == LangItem::PanicImpl,
+                });
+            }
             instance
         }
         _ => instance,
     }
 }
 
+/// The weak lang item (the panic handler, ...) that the foreign item `def_id` declares, if any:
+/// such a declaration carries the lang item's link name as its symbol name.
+fn weak_lang_item(tcx: TyCtxt<'_>, def_id: DefId) -> Option<LangItem> {
+    let attrs = tcx.codegen_fn_attrs(def_id);
+    if !attrs.flags.contains(CodegenFnAttrFlags::RUSTC_STD_INTERNAL_SYMBOL) {
+        return None;
+    }
+    let name = attrs.symbol_name?;
+    WEAK_LANG_ITEMS.iter().copied().find(|item| item.link_name() == Some(name))
+}
+
 /// `def_id`, or, for a foreign static that this crate graph defines, the definition (see
 /// [`foreign_definition`]).
 pub(crate) fn bind_foreign_static(tcx: TyCtxt<'_>, def_id: DefId) -> DefId {
     match foreign_definition(tcx, def_id) {
-        Some(definition) if matches!(tcx.def_kind(definition), DefKind::Static { .. }) => definition,
+        Some(definition) if matches!(tcx.def_kind(definition), DefKind::Static { .. }) => {
+            definition
+        }
         _ => def_id,
     }
 }
@@ -461,7 +503,9 @@ fn ty_from(v: &Value) -> Option<KernelTy> {
         "ptr" => KernelTy::Ptr { mutable: v.get(1)?.as_bool()?, ty: boxed(2)? },
         "array" => KernelTy::Array(boxed(1)?, v.get(2)?.as_u64()?),
         "slice" => KernelTy::Slice(boxed(1)?),
-        "tuple" => KernelTy::Tuple(v.get(1)?.as_array()?.iter().map(ty_from).collect::<Option<_>>()?),
+        "tuple" => {
+            KernelTy::Tuple(v.get(1)?.as_array()?.iter().map(ty_from).collect::<Option<_>>()?)
+        }
         _ => return None,
     })
 }
@@ -484,7 +528,8 @@ pub(crate) fn provide(providers: &mut Providers) {
 }
 
 /// The `offload_launches` query for the local crate: empty outside the host metadata pass.
-/// In that pass, sorted by kernel identity and without duplicates: eager mono item collection (every non-generic function of the crate is a root,
+/// In that pass, sorted by kernel identity (by link name for declared kernels) and without
+/// duplicates: eager mono item collection (every non-generic function of the crate is a root,
 /// including the small ones that are cross-crate inlinable, which are codegened only by the
 /// crates that call them and never placed in a codegen unit of this one) and a scan of every
 /// collected function's MIR. A launch that cannot be recorded is reported here, at its span,
@@ -493,7 +538,8 @@ fn local_offload_launches(tcx: TyCtxt<'_>, _: LocalCrate) -> &[Instance<'_>] {
     if host_metadata_path(tcx).is_none() {
         return &[];
     }
-    let (items, _) = crate::collector::collect_crate_mono_items(tcx, MonoItemCollectionStrategy::Eager);
+    let (items, _) =
+        crate::collector::collect_crate_mono_items(tcx, MonoItemCollectionStrategy::Eager);
     let mut seen = FxHashSet::default();
     let mut launches = Vec::new();
     for item in items {
@@ -530,7 +576,13 @@ fn local_offload_launches(tcx: TyCtxt<'_>, _: LocalCrate) -> &[Instance<'_>] {
 /// an rmeta without it is written.
 pub fn start_host_metadata_pass(tcx: TyCtxt<'_>, path: &str) {
     if tcx.sess.target.is_like_gpu
-        || tcx.sess.opts.unstable_opts.offload.iter().any(|o| !matches!(o, Offload::HostMetadata(_)))
+        || tcx
+            .sess
+            .opts
+            .unstable_opts
+            .offload
+            .iter()
+            .any(|o| !matches!(o, Offload::HostMetadata(_)))
     {
         tcx.dcx().emit_fatal(errors::OffloadHostMetadataMisplaced {
             path: path.to_string(),
@@ -662,7 +714,10 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
     if let Err(error) = written {
         let _ = std::fs::remove_file(&tmp);
-        tcx.dcx().emit_err(errors::OffloadManifestWrite { path: path.to_string(), error: error.to_string() });
+        tcx.dcx().emit_err(errors::OffloadManifestWrite {
+            path: path.to_string(),
+            error: error.to_string(),
+        });
     }
 }
 
@@ -679,7 +734,10 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
 /// crate's.
 fn manifest_output_path(tcx: TyCtxt<'_>, path: &str) -> Option<String> {
     let refuse = |why: &str| {
-        tcx.dcx().emit_err(errors::OffloadManifestWrite { path: path.to_string(), error: why.to_string() });
+        tcx.dcx().emit_err(errors::OffloadManifestWrite {
+            path: path.to_string(),
+            error: why.to_string(),
+        });
         None
     };
     let resolved = match std::fs::canonicalize(path) {
@@ -696,7 +754,9 @@ fn manifest_output_path(tcx: TyCtxt<'_>, path: &str) -> Option<String> {
         .and_then(|e| e.to_str())
         .is_some_and(|e| ["rs", "rlib", "rmeta", "o", "so", "a"].contains(&e));
     if is_compiler_file {
-        return refuse("the name is that of a compiler input or output; name the manifest `*.json`");
+        return refuse(
+            "the name is that of a compiler input or output; name the manifest `*.json`",
+        );
     }
     if let rustc_session::config::Input::File(input) = &tcx.sess.io.input
         && std::fs::canonicalize(input).ok().as_deref() == Some(resolved.as_path())
@@ -730,14 +790,20 @@ struct ReadManifest {
 }
 
 fn corrupt(dcx: DiagCtxtHandle<'_>, path: &str, what: &str) -> ! {
-    dcx.emit_fatal(errors::OffloadManifestCorrupt { path: path.to_string(), what: what.to_string() })
+    dcx.emit_fatal(errors::OffloadManifestCorrupt {
+        path: path.to_string(),
+        what: what.to_string(),
+    })
 }
 
 fn read_manifest(tcx: TyCtxt<'_>, path: &str) -> ReadManifest {
     let dcx = tcx.dcx();
     let bytes = match std::fs::read(Path::new(path)) {
         Ok(bytes) => bytes,
-        Err(error) => dcx.emit_fatal(errors::OffloadManifestRead { path: path.to_string(), error: error.to_string() }),
+        Err(error) => dcx.emit_fatal(errors::OffloadManifestRead {
+            path: path.to_string(),
+            error: error.to_string(),
+        }),
     };
     let value: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
@@ -752,16 +818,23 @@ fn read_manifest(tcx: TyCtxt<'_>, path: &str) -> ReadManifest {
     if version != Some(FORMAT_VERSION) || commit != compiler_commit() {
         dcx.emit_fatal(errors::OffloadManifestVersion {
             path: path.to_string(),
-            found: format!("format {}, compiler {commit}", version.map_or("?".to_string(), |v| v.to_string())),
+            found: format!(
+                "format {}, compiler {commit}",
+                version.map_or("?".to_string(), |v| v.to_string())
+            ),
             expected: format!("format {FORMAT_VERSION}, compiler {}", compiler_commit()),
         });
     }
-    let Some(krate) = value.get("crate").and_then(Value::as_str) else { corrupt(dcx, path, "it names no crate") };
+    let Some(krate) = value.get("crate").and_then(Value::as_str) else {
+        corrupt(dcx, path, "it names no crate")
+    };
     let Some(graph) = value.get("crate_graph").and_then(Value::as_array) else {
         corrupt(dcx, path, "it has no crate graph")
     };
     let graph: Vec<String> = graph.iter().filter_map(|g| g.as_str().map(str::to_string)).collect();
-    let Some(list) = value.get("kernels").and_then(Value::as_array) else { corrupt(dcx, path, "it has no kernel list") };
+    let Some(list) = value.get("kernels").and_then(Value::as_array) else {
+        corrupt(dcx, path, "it has no kernel list")
+    };
     let mut kernels = Vec::new();
     for k in list {
         let text = k.get("kernel").and_then(Value::as_str);
@@ -771,7 +844,8 @@ fn read_manifest(tcx: TyCtxt<'_>, path: &str) -> ReadManifest {
             None => {
                 let item = k.get("item").and_then(path_from);
                 let args = k.get("args").and_then(args_from);
-                item.zip(args).map(|(item, args)| LaunchKey::Identity(KernelIdentity { item, args }))
+                item.zip(args)
+                    .map(|(item, args)| LaunchKey::Identity(KernelIdentity { item, args }))
             }
         };
         let (Some(text), Some(key), Some(symbol)) = (text, key, symbol) else {
@@ -878,7 +952,9 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
             continue;
         }
         let Some(args) = args_to_ty(tcx, &identity.args) else {
-            stale("a generic argument names a type that no longer exists or no longer has that shape");
+            stale(
+                "a generic argument names a type that no longer exists or no longer has that shape",
+            );
             continue;
         };
         if args.len() != tcx.generics_of(def_id).count() {
@@ -899,12 +975,14 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
             continue;
         }
         // The kernel's own arguments are checked above; the types inside them too.
-        let nested_ok = args.iter().flat_map(|arg| arg.walk()).all(|arg| match arg.as_type().map(|t| *t.kind()) {
-            Some(ty::Adt(adt, adt_args)) => {
-                tcx.check_args_compatible(adt.did(), adt_args)
-                    && !tcx.instantiate_and_check_impossible_predicates((adt.did(), adt_args))
+        let nested_ok = args.iter().flat_map(|arg| arg.walk()).all(|arg| {
+            match arg.as_type().map(|t| *t.kind()) {
+                Some(ty::Adt(adt, adt_args)) => {
+                    tcx.check_args_compatible(adt.did(), adt_args)
+                        && !tcx.instantiate_and_check_impossible_predicates((adt.did(), adt_args))
+                }
+                _ => true,
             }
-            _ => true,
         });
         if !nested_ok {
             stale("a type in its generic arguments no longer has that shape or those bounds");
@@ -937,7 +1015,11 @@ pub(crate) fn check_kernels_unused_by_device_code<'tcx>(
 ) {
     for item in items {
         let MonoItem::Fn(instance) = *item else { continue };
-        if !tcx.codegen_instance_attrs(instance.def).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL) {
+        if !tcx
+            .codegen_instance_attrs(instance.def)
+            .flags
+            .contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
+        {
             continue;
         }
         if let Some(user) = usage_map.get_user_items(*item).first() {

@@ -214,6 +214,38 @@ fn main() {
         "which no crate of this crate graph defines",
     );
 
+    // A declaration whose symbol two crates define: the device pass cannot pick one. With one
+    // definition (no `--cfg twice`), the image binds to it and the vendor tools accept it.
+    let (twice_host, twice_device) = (cwd().join("twice-host"), cwd().join("twice-device"));
+    rfs::create_dir_all(&twice_host);
+    rfs::create_dir_all(&twice_device);
+    host("twice_dep.rs").crate_type("rlib").out_dir(&twice_host).run();
+    host("twice.rs")
+        .extern_("twice_dep", twice_host.join("libtwice_dep.rlib"))
+        .arg("-Zoffload=HostMetadata=twice.json")
+        .run();
+    rustc()
+        .input("twice_dep.rs")
+        .crate_type("rlib")
+        .edition("2024")
+        .target(TARGET)
+        .sysroot(gpu_sysroot())
+        .target_cpu("gfx90a")
+        .arg("-Zoffload=Device=twice.json")
+        .out_dir(&twice_device)
+        .run();
+    let twice_device_pass = || {
+        let mut r = device("twice.rs", "twice.json");
+        r.extern_("twice_dep", twice_device.join("libtwice_dep.rlib")).out_dir(&twice_device);
+        r
+    };
+    twice_device_pass().run();
+    vendor_check(&twice_device.join("host.out"), TARGET);
+    refused(
+        twice_device_pass().cfg("twice"),
+        "the symbol `offload_test_twice` is defined twice in this crate graph",
+    );
+
     // A kernel that reaches a function of a dependency built without the device flag: the
     // image could not define it, so the device pass refuses instead of leaving it undefined.
     let (nomir_host, nomir_device) = (cwd().join("nomir-host"), cwd().join("nomir-device"));
