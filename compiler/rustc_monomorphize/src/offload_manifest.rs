@@ -153,9 +153,15 @@ pub const MAGIC: &str = "rustc-offload-manifest";
 /// Version of the format described in the module documentation.
 pub const FORMAT_VERSION: u64 = 2;
 
-/// The commit of this compiler, as bootstrap passes it (`CFG_VER_HASH`).
-pub fn compiler_commit() -> &'static str {
-    option_env!("CFG_VER_HASH").unwrap_or("unknown")
+/// The identity of this compiler build, as manifests record it (`rustc_commit`):
+/// `<upstream commit>+fork.<fingerprint>`. The commit is bootstrap's (`CFG_VER_HASH`); the
+/// fingerprint, of the fork's patches and new compiler files, is what the fork's build harness
+/// passes (`OFFLOAD_FORK_SOURCE_HASH`, see `src/tools/offload-x`). Builds of the fork from
+/// different sources thus refuse each other's manifests, not only builds of another upstream.
+pub fn compiler_commit() -> String {
+    let commit = option_env!("CFG_VER_HASH").unwrap_or("unknown");
+    let fork = option_env!("OFFLOAD_FORK_SOURCE_HASH").unwrap_or("unknown");
+    format!("{commit}+fork.{fork}")
 }
 
 /// The manifest path of `-Zoffload=HostMetadata=<path>`, if given.

@@ -50,6 +50,11 @@ fn main() {
     let json: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(json["magic"], "rustc-offload-manifest");
     assert_eq!(json["format_version"], 2);
+    // The compiler's identity: the upstream commit and the fingerprint of the fork's sources.
+    let identity = json["rustc_commit"].as_str().unwrap();
+    let (commit, fork) = identity.split_once("+fork.").expect("no fork fingerprint");
+    assert_eq!(commit.len(), 40, "{identity}");
+    assert!(fork.len() == 16 && fork.chars().all(|c| c.is_ascii_hexdigit()), "{identity}");
     assert_eq!(json["crate"], "kernels");
     let entries = json["kernels"].as_array().unwrap();
     let kernels: Vec<&str> = entries.iter().map(|k| k["kernel"].as_str().unwrap()).collect();
@@ -116,11 +121,19 @@ fn main() {
             .metadata("device-side")
             .opt_level("3")
             .out_dir(&dir)
+            .emit("link,dep-info")
             .arg(format!("-Zoffload=Device={}", manifest.display()));
         if let Some(cpu) = cpu {
             device.target_cpu(cpu);
         }
         device.run();
+        // The image depends on the manifest: a build tool that reads the dep-info rebuilds the
+        // image when the host metadata pass rewrites it.
+        let dep_info = rfs::read_to_string(dir.join("kernels.d"));
+        assert!(
+            dep_info.contains(&manifest.display().to_string()),
+            "{target}: the device pass's dep-info does not list the manifest:\n{dep_info}"
+        );
 
         // The image's bitcode, as the offload runtime will get it.
         let ir = image_ir(&dir.join("host.out"), target);

@@ -222,3 +222,25 @@ fn mirrors_come_from_the_apt_configuration() {
         vec!["http://other.invalid/debian".to_string(), "http://mirror.invalid/debian".to_string()]
     );
 }
+
+#[test]
+fn source_fingerprint_follows_compiler_sources_only() {
+    use offload_x::commands::source_fingerprint;
+    let project = scratch("fingerprint");
+    write(&project.join("src/patches/0001-a.patch"), "Description: a\n---\n");
+    write(&project.join("compiler/rustc_x/src/new.rs"), "fn a() {}\n");
+    write(&project.join("tests/ui/t.rs"), "fn main() {}\n");
+    let first = source_fingerprint(&project).unwrap();
+    assert_eq!(first.len(), 16);
+    assert_eq!(source_fingerprint(&project).unwrap(), first, "not deterministic");
+    // A test or a doc changes nothing the compiler is built from.
+    write(&project.join("tests/ui/t.rs"), "fn main() { let _ = 1; }\n");
+    write(&project.join("src/doc/x.md"), "doc\n");
+    assert_eq!(source_fingerprint(&project).unwrap(), first);
+    // A new compiler file, an edited patch: another fingerprint each.
+    write(&project.join("compiler/rustc_x/src/new.rs"), "fn b() {}\n");
+    let second = source_fingerprint(&project).unwrap();
+    assert_ne!(second, first);
+    write(&project.join("src/patches/0001-a.patch"), "Description: b\n---\n");
+    assert_ne!(source_fingerprint(&project).unwrap(), second);
+}
