@@ -596,9 +596,7 @@ pub fn start_host_metadata_pass(tcx: TyCtxt<'_>, path: &str) {
         });
     }
     for def_id in tcx.hir_crate_items(()).definitions() {
-        if tcx.def_kind(def_id).is_fn_like()
-            && tcx.codegen_fn_attrs(def_id).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
-        {
+        if is_kernel(tcx, def_id.to_def_id()) {
             check_kernel_signature(tcx, def_id.to_def_id());
         }
     }
@@ -670,10 +668,8 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     // Under cargo every crate of the graph runs this pass; an empty manifest is worth a
     // warning only where it is surely a mistake: a crate that defines kernels, or one that
     // builds a final artifact. (The device pass refuses an empty manifest in any case.)
-    let defines_kernels = tcx.hir_crate_items(()).definitions().any(|def_id| {
-        tcx.def_kind(def_id).is_fn_like()
-            && tcx.codegen_fn_attrs(def_id).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
-    });
+    let defines_kernels =
+        tcx.hir_crate_items(()).definitions().any(|def_id| is_kernel(tcx, def_id.to_def_id()));
     let builds_artifact =
         tcx.crate_types().iter().any(|t| !matches!(t, CrateType::Rlib | CrateType::ProcMacro));
     if kernels.is_empty() && (defines_kernels || builds_artifact) {
@@ -862,6 +858,27 @@ fn read_manifest(tcx: TyCtxt<'_>, path: &str) -> ReadManifest {
     ReadManifest { krate: krate.to_string(), graph, kernels }
 }
 
+/// Whether `def_id` is a function marked `#[rustc_offload_kernel]`.
+fn is_kernel(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
+    tcx.def_kind(def_id).is_fn_like()
+        && tcx.codegen_fn_attrs(def_id).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
+}
+
+/// Whether the device pass can instantiate the manifest's kernel `def_id`: a kernel of another
+/// crate needs the MIR that crate encodes when it is built with the same flag. Reports the
+/// kernel otherwise.
+fn kernel_mir_available(tcx: TyCtxt<'_>, path: &str, kernel: &ReadKernel, def_id: DefId) -> bool {
+    if def_id.is_local() || tcx.is_mir_available(def_id) {
+        return true;
+    }
+    tcx.dcx().emit_err(errors::OffloadKernelWithoutMir {
+        path: path.to_string(),
+        kernel: kernel.text.clone(),
+        krate: tcx.crate_name(def_id.krate).to_string(),
+    });
+    false
+}
+
 /// The mono item roots of the device pass with `-Zoffload=Device=<path>`: the manifest's kernel
 /// instances if this crate is the manifest's crate, none if it is another crate of its graph.
 pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> {
@@ -908,12 +925,7 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
                     });
                     continue;
                 };
-                if !tcx.def_kind(def_id).is_fn_like()
-                    || !tcx
-                        .codegen_fn_attrs(def_id)
-                        .flags
-                        .contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
-                {
+                if !is_kernel(tcx, def_id) {
                     tcx.dcx().emit_err(errors::OffloadDeclaredKernelNotAKernel {
                         span: tcx.def_span(def_id),
                         kernel: name.clone(),
@@ -921,15 +933,9 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
                     });
                     continue;
                 }
-                if !def_id.is_local() && !tcx.is_mir_available(def_id) {
-                    tcx.dcx().emit_err(errors::OffloadKernelWithoutMir {
-                        path: path.to_string(),
-                        kernel: kernel.text.clone(),
-                        krate: tcx.crate_name(def_id.krate).to_string(),
-                    });
-                    continue;
-                }
-                if check_kernel_signature(tcx, def_id) {
+                if kernel_mir_available(tcx, path, kernel, def_id)
+                    && check_kernel_signature(tcx, def_id)
+                {
                     roots.push(MonoItem::Fn(Instance::mono(tcx, def_id)));
                 }
                 continue;
@@ -939,22 +945,12 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
             stale("no such item in this crate graph");
             continue;
         };
-        if !tcx.def_kind(def_id).is_fn_like()
-            || !tcx.codegen_fn_attrs(def_id).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
-        {
+        if !is_kernel(tcx, def_id) {
             stale("the item is no longer a `#[rustc_offload_kernel]` function");
             continue;
         }
-        if !def_id.is_local() && !tcx.is_mir_available(def_id) {
-            // An upstream `#[no_mangle]` kernel, or a crate built without the device flag.
-            tcx.dcx().emit_err(errors::OffloadKernelWithoutMir {
-                path: path.to_string(),
-                kernel: kernel.text.clone(),
-                krate: tcx.crate_name(def_id.krate).to_string(),
-            });
-            continue;
-        }
-        if !check_kernel_signature(tcx, def_id) {
+        if !kernel_mir_available(tcx, path, kernel, def_id) || !check_kernel_signature(tcx, def_id)
+        {
             continue;
         }
         let Some(args) = args_to_ty(tcx, &identity.args) else {
@@ -1043,8 +1039,7 @@ pub(crate) fn check_kernels_unused_by_device_code<'tcx>(
 /// device image.
 pub fn check_bare_device_generic_kernels(tcx: TyCtxt<'_>) {
     for def_id in tcx.hir_crate_items(()).definitions() {
-        if tcx.def_kind(def_id).is_fn_like()
-            && tcx.codegen_fn_attrs(def_id).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
+        if is_kernel(tcx, def_id.to_def_id())
             && tcx.generics_of(def_id).requires_monomorphization(tcx)
         {
             tcx.dcx().emit_err(errors::OffloadGenericKernelWithoutManifest {

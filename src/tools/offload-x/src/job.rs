@@ -157,19 +157,20 @@ fn vendor_check_amdgcn(cache: &Cache, bc: &Path) -> Result<std::result::Result<V
 /// `./x.py image PATH`: what the offload image at `path` holds, for whichever GPU target it
 /// was built.
 pub fn print_image(cache: &Cache, path: &Path) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    let listing = run_in(cache, dir, "llvm-offload-binary", &[path.display().to_string()])
-        .unwrap_or_default();
-    let target = GPU_TARGETS
-        .iter()
-        .map(|(t, _)| *t)
-        .find(|t| listing.contains(t))
-        .unwrap_or(DEVICE_TARGET);
-    let report = inspect_image_for(cache, path, target)?;
-    say(STEP, format!("image {} ({} bytes), {target}", report.image.display(), report.image_bytes));
-    say(STEP, format!("functions defined: {}", report.defined_functions));
-    say(STEP, format!("kernels: {}", report.kernels.join(", ")));
-    Ok(())
+    if !path.is_file() {
+        return fail(STEP, format!("no device image at {}", path.display()));
+    }
+    // `llvm-offload-binary` lists nothing without `--image`: each GPU target is tried in turn,
+    // and the one whose bitcode the image holds is reported.
+    for (target, _) in GPU_TARGETS {
+        let Ok(report) = inspect_image_for(cache, path, target) else { continue };
+        say(STEP, format!("image {} ({} bytes), {target}", report.image.display(), report.image_bytes));
+        say(STEP, format!("functions defined: {}", report.defined_functions));
+        say(STEP, format!("kernels: {}", report.kernels.join(", ")));
+        return Ok(());
+    }
+    let targets: Vec<&str> = GPU_TARGETS.iter().map(|(t, _)| *t).collect();
+    fail(STEP, format!("{} holds no image for {}", path.display(), targets.join(" or ")))
 }
 
 /// Compiles the example through `pipeline`.
