@@ -122,8 +122,9 @@ pub fn affine(out: *mut f32, params: Params, taps: [f32; 4]) {
     }
 }
 
-/// A generic kernel.
-#[rustc_offload_kernel]
+/// A generic kernel (for the base pipeline, which cannot instantiate generic kernels, the
+/// non-generic kernels of `base_instances` call it).
+#[cfg_attr(not(offload_base), rustc_offload_kernel)]
 pub fn axpy<T: Copy + core::ops::Mul<Output = T> + core::ops::Add<Output = T>>(
     y: *mut T,
     x: *const T,
@@ -133,6 +134,19 @@ pub fn axpy<T: Copy + core::ops::Mul<Output = T> + core::ops::Add<Output = T>>(
     let (y, x) = unsafe { (core::slice::from_raw_parts_mut(y, n), core::slice::from_raw_parts(x, n)) };
     for (y, x) in y.iter_mut().zip(x) {
         *y = a * *x + *y;
+    }
+}
+
+#[cfg(offload_base)]
+pub mod base_instances {
+    #[rustc_offload_kernel]
+    pub fn axpy_f32(y: *mut f32, x: *const f32, a: f32, n: usize) {
+        super::axpy(y, x, a, n)
+    }
+
+    #[rustc_offload_kernel]
+    pub fn axpy_u64(y: *mut u64, x: *const u64, a: u64, n: usize) {
+        super::axpy(y, x, a, n)
     }
 }
 

@@ -5,7 +5,10 @@
 //! bound by symbol through `extern` declarations, atomics, `#[repr(C)]` and array parameters,
 //! generic instances, 128-bit arithmetic. Through both GPU targets, the image must export
 //! exactly the kernels, declare nothing but LLVM intrinsics, and pass the vendors' tools
-//! (`ld.lld --no-undefined`; `ptxas` + `nvlink`) with exactly the manifest's kernels.
+//! (`ld.lld --no-undefined`; `ptxas` + `nvlink`) with exactly the manifest's kernels. The base
+//! pipeline (bare `-Zoffload=Device`, the generic kernel's two instances as non-generic
+//! kernels) builds the same corpus side by side, and what the vendors' tools say of its image
+//! is printed beside ours.
 
 //@ needs-offload
 //@ needs-llvm-components: amdgpu nvptx
@@ -21,7 +24,7 @@ use run_make_support::{cwd, rfs};
 mod helpers;
 use helpers::{
     exported_functions, gpu_sysroot, image_ir, manifest_symbols, rustc, undefined_functions,
-    unreached_functions, vendor_check,
+    unreached_functions, vendor_check, vendor_result,
 };
 
 /// The kernel instances that `corpus.rs` launches, as the manifest prints them.
@@ -72,17 +75,31 @@ fn main() {
         for opt_level in ["0", "3"] {
             let dir = cwd().join(format!("{target}-O{opt_level}"));
             rfs::create_dir_all(&dir);
-            device_pass(&manifest, "devlib.rs", target, cpu, opt_level, &dir);
+            let flag = format!("-Zoffload=Device={}", manifest.display());
+            device_pass(&flag, "devlib.rs", target, cpu, opt_level, &dir);
             assert!(!dir.join("host.out").exists(), "{target}: the dependency wrote an image");
-            device_pass(&manifest, "corpus.rs", target, cpu, opt_level, &dir);
+            device_pass(&flag, "corpus.rs", target, cpu, opt_level, &dir);
             check_image(&dir.join("host.out"), target, opt_level, &symbols);
+        }
+        // The base pipeline, side by side: one image per crate, the root's written last.
+        let base_dir = cwd().join(format!("{target}-base"));
+        rfs::create_dir_all(&base_dir);
+        device_pass("-Zoffload=Device", "devlib.rs", target, cpu, "3", &base_dir);
+        device_pass("-Zoffload=Device", "corpus.rs", target, cpu, "3", &base_dir);
+        match vendor_result(&base_dir.join("host.out"), target) {
+            Ok(report) => println!("{target} base -O3: linked, {} kernels", report.kernels.len()),
+            Err(complaint) => {
+                let first = complaint.lines().find(|l| l.contains("ndefined")).unwrap_or("");
+                println!("{target} base -O3: refused: {first}");
+            }
         }
     }
 }
 
-/// The device pass of `input` for `target`, as cargo runs it with the manifest in `RUSTFLAGS`:
-/// the dependency first, then the root, which builds the image.
-fn device_pass(manifest: &Path, input: &str, target: &str, cpu: Option<&str>, opt: &str, dir: &Path) {
+/// The device pass (`flag`) of `input` for `target`, as cargo runs it with the flag in
+/// `RUSTFLAGS`: the dependency first, then the root, which builds the image. The bare pass
+/// gets `--cfg offload_base`.
+fn device_pass(flag: &str, input: &str, target: &str, cpu: Option<&str>, opt: &str, dir: &Path) {
     let crate_name = input.trim_end_matches(".rs");
     let mut rustc = rustc();
     rustc
@@ -95,7 +112,10 @@ fn device_pass(manifest: &Path, input: &str, target: &str, cpu: Option<&str>, op
         .opt_level(opt)
         .out_dir(dir)
         .library_search_path(dir)
-        .arg(format!("-Zoffload=Device={}", manifest.display()));
+        .arg(flag);
+    if flag == "-Zoffload=Device" {
+        rustc.cfg("offload_base");
+    }
     if crate_name != "devlib" {
         rustc.extern_("devlib", dir.join("libdevlib.rlib"));
     }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use run_make_support::llvm::llvm_bin_dir;
 use run_make_support::serde_json::Value;
-use run_make_support::{Rustc, cmd, env_var, rfs};
+use run_make_support::{CompletedProcess, Rustc, cmd, env_var, rfs};
 
 /// The `symbol` of every kernel of a manifest (parsed JSON).
 #[allow(dead_code)] // not every test that includes these helpers reads manifests
@@ -86,21 +86,41 @@ pub struct VendorReport {
 ///   global (whole-program `ptxas` would allocate an undefined global as zeros).
 /// Panics with the tool's output when a tool refuses the image.
 pub fn vendor_check(image: &Path, target: &str) -> VendorReport {
+    vendor_result(image, target).unwrap_or_else(|complaint| panic!("{target}: {complaint}"))
+}
+
+/// [`vendor_check`], returning the refusing tool's name and output instead of panicking.
+pub fn vendor_result(image: &Path, target: &str) -> Result<VendorReport, String> {
     let bc = image_bitcode(image, target);
     let dir = image.parent().unwrap();
+    let accepted = |tool: &str, out: CompletedProcess| {
+        if out.status().success() {
+            Ok(out)
+        } else {
+            Err(format!("{tool} refused the image:\n{}{}", out.stdout_utf8(), out.stderr_utf8()))
+        }
+    };
     match target {
         "amdgcn-amd-amdhsa" => {
             let obj = dir.join("image.o");
             let so = dir.join("image.so");
-            cmd(llvm_tool("llc"))
+            let llc = cmd(llvm_tool("llc"))
                 .arg("-mcpu=gfx90a")
                 .arg("--amdhsa-code-object-version=5")
                 .arg("-filetype=obj")
                 .arg(&bc)
                 .arg("-o")
                 .arg(&obj)
-                .run();
-            cmd(llvm_tool("ld.lld")).arg("-shared").arg("--no-undefined").arg(&obj).arg("-o").arg(&so).run();
+                .run_unchecked();
+            accepted("llc", llc)?;
+            let lld = cmd(llvm_tool("ld.lld"))
+                .arg("-shared")
+                .arg("--no-undefined")
+                .arg(&obj)
+                .arg("-o")
+                .arg(&so)
+                .run_unchecked();
+            accepted("ld.lld", lld)?;
             let nm = cmd(llvm_tool("llvm-nm")).arg(&so).run().stdout_utf8();
             let kernels = nm
                 .lines()
@@ -108,26 +128,30 @@ pub fn vendor_check(image: &Path, target: &str) -> VendorReport {
                 .filter_map(|name| name.strip_suffix(".kd"))
                 .map(str::to_string)
                 .collect();
-            VendorReport { kernels, resources: Vec::new() }
+            Ok(VendorReport { kernels, resources: Vec::new() })
         }
         "nvptx64-nvidia-cuda" => {
             let ptx = dir.join("image.ptx");
             let cubin = dir.join("image.cubin");
-            cmd(llvm_tool("llc")).arg("-mcpu=sm_90").arg(&bc).arg("-o").arg(&ptx).run();
-            let assembled = cmd(cuda_tool("ptxas"))
+            let llc =
+                cmd(llvm_tool("llc")).arg("-mcpu=sm_90").arg(&bc).arg("-o").arg(&ptx).run_unchecked();
+            accepted("llc", llc)?;
+            let ptxas = cmd(cuda_tool("ptxas"))
                 .arg("-arch=sm_90")
                 .arg("-c")
                 .arg("-v")
                 .arg(&ptx)
                 .arg("-o")
                 .arg(&cubin)
-                .run();
-            cmd(cuda_tool("nvlink"))
+                .run_unchecked();
+            let assembled = accepted("ptxas", ptxas)?;
+            let nvlink = cmd(cuda_tool("nvlink"))
                 .arg("-arch=sm_90")
                 .arg(&cubin)
                 .arg("-o")
                 .arg(dir.join("image.linked.cubin"))
-                .run();
+                .run_unchecked();
+            accepted("nvlink", nvlink)?;
             let kernels = rfs::read_to_string(&ptx)
                 .lines()
                 .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
@@ -140,7 +164,7 @@ pub fn vendor_check(image: &Path, target: &str) -> VendorReport {
                 .filter(|l| l.contains("registers") || l.contains("spill") || l.contains("stack"))
                 .map(str::to_string)
                 .collect();
-            VendorReport { kernels, resources }
+            Ok(VendorReport { kernels, resources })
         }
         _ => panic!("no vendor check for {target}"),
     }
