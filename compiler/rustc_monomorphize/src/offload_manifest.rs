@@ -406,9 +406,11 @@ pub(crate) fn bind_foreign_fn<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>)
                 && tcx.is_foreign_item(def_id)
                 && let Some(lang_item) = weak_lang_item(tcx, def_id)
             {
+                // Named by the lang item, not by its declaration: core declares `panic_impl`
+                // in more than one function, and the error is the same for each.
                 tcx.dcx().emit_err(errors::OffloadDeviceLangItemUndefined {
                     path: path.to_string(),
-                    item: tcx.def_path_str(def_id),
+                    item: lang_item.name().to_string(),
                     symbol: tcx.symbol_name(instance).name.to_string(),
                     panic_handler: lang_item == LangItem::PanicImpl,
                 });

@@ -209,10 +209,13 @@ fn main() {
 
     // A kernel that can panic, and no crate of the graph defines the panic handler.
     host("no_panic_handler.rs").arg("-Zoffload=HostMetadata=no_panic_handler.json").run();
-    refused(
-        &mut device("no_panic_handler.rs", "no_panic_handler.json"),
-        "which no crate of this crate graph defines",
-    );
+    let out = device("no_panic_handler.rs", "no_panic_handler.json").run_fail();
+    let stderr = out.stderr_utf8();
+    let expected = "reach the lang item `panic_impl`";
+    assert_eq!(stderr.matches(expected).count(), 1, "one error naming the lang item:\n{stderr}");
+    out.assert_stderr_contains("which no crate of this crate graph defines");
+    out.assert_stderr_contains("define a `#[panic_handler]` function");
+    out.assert_stderr_not_contains("internal compiler error");
 
     // A declaration whose symbol two crates define: the device pass cannot pick one. With one
     // definition (no `--cfg twice`), the image binds to it and the vendor tools accept it.
