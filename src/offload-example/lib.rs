@@ -24,10 +24,12 @@
 
 /// The panic handler of the device image: kernels reach core's panic paths (bounds checks), and
 /// nothing else is linked into the image. The host build takes its panic handler from `std`.
-#[cfg(any(target_arch = "amdgpu", target_arch = "nvptx64"))]
+/// `cargo offload` sets `offload_device` in its device passes, whose CPU device image
+/// (`--offload-arch=host`) is built for the host's own target. A panic stops the kernel (a trap).
+#[cfg(any(target_arch = "amdgpu", target_arch = "nvptx64", offload_device))]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
-    loop {}
+    core::intrinsics::abort()
 }
 
 /// Elements per array.

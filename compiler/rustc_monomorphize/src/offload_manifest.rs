@@ -115,6 +115,7 @@ use rustc_middle::ty::{self, Instance, InstanceKind, Ty, TyCtxt};
 use rustc_middle::util::Providers;
 use rustc_session::config::{CrateType, Offload};
 use rustc_span::{Span, sym};
+use rustc_target::spec::{Arch, BinaryFormat, Os};
 use serde_json::{Value, json};
 
 use crate::collector::MonoItemCollectionStrategy;
@@ -881,11 +882,23 @@ fn kernel_mir_available(tcx: TyCtxt<'_>, path: &str, kernel: &ReadKernel, def_id
     false
 }
 
+/// Whether the device pass can build an image for this session's target: a GPU target, or a
+/// CPU that LLVM's offload runtime runs as its host device (the "host" plugin loads an ELF
+/// shared object of the host's own architecture and calls its kernels through libffi, so
+/// that offload programs can be tested on machines without a GPU).
+pub fn is_device_target(tcx: TyCtxt<'_>) -> bool {
+    let target = &tcx.sess.target;
+    target.is_like_gpu
+        || (matches!(target.arch, Arch::X86_64 | Arch::AArch64)
+            && target.os == Os::Linux
+            && target.binary_format == BinaryFormat::Elf)
+}
+
 /// The mono item roots of the device pass with `-Zoffload=Device=<path>`: the manifest's kernel
 /// instances if this crate is the manifest's crate, none if it is another crate of its graph.
 pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> {
-    if !tcx.sess.target.is_like_gpu {
-        tcx.dcx().emit_fatal(errors::OffloadDeviceOnHost {
+    if !is_device_target(tcx) {
+        tcx.dcx().emit_fatal(errors::OffloadDeviceUnsupportedTarget {
             path: path.to_string(),
             target: tcx.sess.target.llvm_target.to_string(),
         });

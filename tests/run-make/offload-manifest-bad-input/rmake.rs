@@ -66,12 +66,6 @@ fn main() {
     rfs::write("other-rustc.json", good.replace(commit, "0000000000000000000000000000000000000000"));
     refused(&mut device("kernel.rs", "other-rustc.json"), "compiler 0000000000000000000000000000000000000000");
 
-    // The device flag on the host target.
-    refused(
-        host("kernel.rs").arg("-Zoffload=Device=good.json"),
-        "`-Zoffload=Device=good.json` is the device pass, but `x86_64-unknown-linux-gnu` is not a GPU target",
-    );
-
     // B4: the kernel was renamed since the host metadata pass.
     let mut stale = device("kernel.rs", "good.json");
     stale.cfg("renamed");

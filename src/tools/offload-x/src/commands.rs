@@ -96,11 +96,16 @@ pub fn prepare(project: &Path, cache: &Cache) -> Result<()> {
 
 /// Runs upstream's `x.py` in the tree, inside the sysroot.
 pub fn bootstrap(cache: &Cache, step: &'static str, args: &[&str]) -> Result<()> {
-    let fingerprint = source_fingerprint(&project_root())?;
+    let project = project_root();
+    let fingerprint = source_fingerprint(&project)?;
+    // The project is visible inside, at its own path, for the run-make tests that build its
+    // bundled example as a Cargo program (`OFFLOAD_FORK_PROJECT`).
     let enter = Enter::new(cache, &cache.tree(), "python3")
         .arg("x.py")
         .args(args.iter().copied())
-        .env(SOURCE_FINGERPRINT_VAR, fingerprint);
+        .env(SOURCE_FINGERPRINT_VAR, fingerprint)
+        .env("OFFLOAD_FORK_PROJECT", &project)
+        .bind(&project);
     let status = enter
         .command(cache)?
         .status()
@@ -128,6 +133,7 @@ pub fn build(project: &Path, cache: &Cache) -> Result<()> {
     timer.done();
     save_gpu_sysroot(cache)?;
     crate::cuda::ensure_cuda_tools(cache)?;
+    install_cargo_offload(project, cache)?;
     Ok(())
 }
 
@@ -204,8 +210,9 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
     }
     build(project, cache)?;
     if paths.is_empty() {
-        let timer = Timer::start("TEST", "manifest printer tests (cargo test, offline)");
+        let timer = Timer::start("TEST", "manifest printer and cargo-offload tests (cargo test, offline)");
         test_manifest_tool(project, cache)?;
+        test_cargo_offload(project, cache)?;
         timer.done();
     }
     let mut suites: Vec<String> = paths.to_vec();
@@ -254,14 +261,9 @@ pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<Exi
         return fail("RUN", format!("{} does not exist: run `./x.py build` first", rustc.display()));
     }
     let cwd = std::env::current_dir().map_err(|e| Failure { step: "RUN", message: format!("no current directory: {e}") })?;
-    // The caller's folder and the project are visible inside the sysroot at their own paths.
-    let mut enter = Enter::new(cache, &cwd, program).args(args).bind(project_root());
-    let path = format!(
-        "{}:/usr/lib/llvm-22/bin:/usr/local/bin:/usr/bin:/bin",
-        cache.stage1().join("bin").display()
-    );
-    enter = enter.env("PATH", path).env("RUSTC", &rustc);
+    let mut enter = toolchain(cache, &cwd, program).args(args);
     if program == "cargo" {
+        install_cargo_offload(&project_root(), cache)?;
         enter.program = stage0_toolchain().join("bin/cargo").into();
         // cargo 1.95.0 is a stable build: `-Zbuild-std` and friends need this.
         if std::env::var_os("RUSTC_BOOTSTRAP").is_none() {
@@ -274,6 +276,25 @@ pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<Exi
         .command(cache)?
         .status()
         .map_err(|e| Failure { step: "RUN", message: format!("cannot start unshare: {e}") })
+}
+
+/// `program` in `cwd` inside the sysroot as an installed toolchain: the stage-1 toolchain,
+/// `cargo-offload` and LLVM 22's tools first on `PATH`, `RUSTC` set, NVIDIA's `ptxas`
+/// and `nvlink` for `cargo offload` (`CARGO_OFFLOAD_CUDA_BIN`) once `./x.py build` fetched
+/// them; `cwd` and the project are visible at their own paths.
+pub fn toolchain(cache: &Cache, cwd: &Path, program: &str) -> Enter {
+    let mut enter = Enter::new(cache, cwd, program).bind(project_root());
+    let path = format!(
+        "{}:{}:/usr/lib/llvm-22/bin:/usr/local/bin:/usr/bin:/bin",
+        cache.stage1().join("bin").display(),
+        offload_tools_bin(cache).display()
+    );
+    enter = enter.env("PATH", path).env("RUSTC", cache.stage1_rustc());
+    let cuda = crate::cuda::cuda_bin(cache);
+    if cuda.join("ptxas").is_file() {
+        enter = enter.env("CARGO_OFFLOAD_CUDA_BIN", cuda);
+    }
+    enter
 }
 
 /// `export` (write) and `check` (compare only).
@@ -294,10 +315,16 @@ pub fn project_root() -> PathBuf {
 /// `cargo ARGS` of the rustup 1.95.0 toolchain for `src/tools/offload-manifest`, offline, with
 /// crates.io replaced by upstream's `vendor/` in the materialized tree.
 fn manifest_tool_cargo(project: &Path, cache: &Cache, args: &[&str]) -> Command {
+    tool_cargo(project, cache, "offload-manifest", args)
+}
+
+/// `cargo ARGS` of the rustup 1.95.0 toolchain for `src/tools/<tool>`, offline, against
+/// upstream's vendored crates.
+fn tool_cargo(project: &Path, cache: &Cache, tool: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(stage0_toolchain().join("bin/cargo"));
     cmd.args(args)
         .arg("--manifest-path")
-        .arg(project.join("src/tools/offload-manifest/Cargo.toml"))
+        .arg(project.join("src/tools").join(tool).join("Cargo.toml"))
         .args(["--offline", "--quiet", "--config", "source.crates-io.replace-with='vendored'", "--config"])
         .arg(format!("source.vendored.directory='{}'", cache.tree().join("vendor").display()))
         .env("CARGO_TARGET_DIR", cache.root.join("tools-target"))
@@ -321,6 +348,43 @@ pub fn dump_manifest(project: &Path, cache: &Cache, path: &Path) -> Result<Strin
     let tool = manifest_tool(project, cache)?;
     let out = crate::ui::run_captured("JOB", Command::new(&tool).arg(path))?;
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Where `cargo-offload` is installed: `build/<host>/offload-tools/bin`, beside the stage-1
+/// toolchain rather than in its `bin/`, which bootstrap assembles afresh (a test run drops
+/// what it did not put there). `./x.py cargo` has it on `PATH`, so `./x.py cargo offload ...`
+/// finds it as cargo finds any subcommand; the run-make tests find it there too.
+pub fn offload_tools_bin(cache: &Cache) -> PathBuf {
+    cache.build().join(HOST).join("offload-tools/bin")
+}
+
+/// Builds `src/tools/cargo-offload` and installs it in [`offload_tools_bin`]. The binary is
+/// built on this machine and runs inside the sysroot, whose C library is newer. Returns the
+/// installed path.
+pub fn install_cargo_offload(project: &Path, cache: &Cache) -> Result<PathBuf> {
+    if !upstream::is_ready(cache) {
+        return fail("BUILD", "cargo offload builds from upstream's vendored crates: run `./x.py build` first");
+    }
+    crate::ui::run_captured("BUILD", &mut tool_cargo(project, cache, "cargo-offload", &["build", "--release"]))?;
+    let built = cache.root.join("tools-target/release/cargo-offload");
+    let installed = offload_tools_bin(cache).join("cargo-offload");
+    if fs::read(&installed).ok() != fs::read(&built).ok() {
+        fs::create_dir_all(installed.parent().unwrap())
+            .and_then(|()| fs::copy(&built, &installed))
+            .map_err(|e| Failure { step: "BUILD", message: format!("cannot install {}: {e}", installed.display()) })?;
+    }
+    Ok(installed)
+}
+
+/// Runs the tests of `src/tools/cargo-offload` (its argument parsing and manifest merging).
+pub fn test_cargo_offload(project: &Path, cache: &Cache) -> Result<()> {
+    let status = tool_cargo(project, cache, "cargo-offload", &["test"])
+        .status()
+        .map_err(|e| Failure { step: "TEST", message: format!("cannot run cargo: {e}") })?;
+    if !status.success() {
+        return fail("TEST", "cargo-offload tests failed; their output is above");
+    }
+    Ok(())
 }
 
 /// Runs the manifest printer's own tests.

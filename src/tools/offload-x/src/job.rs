@@ -282,7 +282,7 @@ pub fn run(project: &Path, cache: &Cache) -> Result<()> {
             }
         }
     }
-    match &ours.vendor_check {
+    let checked = match &ours.vendor_check {
         Ok(kernels) if *kernels == ours.image.kernels => Ok(()),
         Ok(kernels) => fail(
             STEP,
@@ -292,5 +292,83 @@ pub fn run(project: &Path, cache: &Cache) -> Result<()> {
             ),
         ),
         Err(complaint) => fail(STEP, format!("the manifest pipeline's image does not link:\n{complaint}")),
+    };
+    checked?;
+    cargo_program(project, cache)
+}
+
+/// The archs of the example's Cargo program: both GPUs and the CPU device, which runs it here.
+const PROGRAM_ARCHS: &str = "gfx90a,sm_90,host";
+
+/// 5. The example as a Cargo program: `cargo offload build --release` for [`PROGRAM_ARCHS`]
+/// (target folder `job/example-target` in the cache), the images the executable embeds and
+/// their kernels (read from the executable: `llvm-objdump --offloading`, `llvm-offload-binary`,
+/// then `llvm-nm`), then the program itself, which runs its kernels on the runtime's CPU device
+/// (this machine has no GPU) and prints each result beside the host's reference.
+pub fn cargo_program(project: &Path, cache: &Cache) -> Result<()> {
+    let example = project.join("src/offload-example");
+    let target = cache.job().join("example-target");
+    crate::commands::install_cargo_offload(project, cache)?;
+    let timer = Timer::start(STEP, format!("cargo offload build --release --offload-arch={PROGRAM_ARCHS}"));
+    let mut build = crate::commands::toolchain(cache, &example, "/usr/bin/env")
+        .arg(crate::cache::stage0_toolchain().join("bin/cargo"))
+        .args(["offload", "build", "--release", &format!("--offload-arch={PROGRAM_ARCHS}")])
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("CARGO_TARGET_DIR", &target)
+        .bind(cache.job())
+        .command(cache)?;
+    let out = build.output().map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    if !out.status.success() {
+        return fail(STEP, format!("cargo offload failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr)));
     }
+    timer.done();
+    let exe = target.join("offload/host").join(crate::pins::HOST).join("release/offload-example");
+    say(STEP, format!("program {}", exe.display()));
+    let dump = run_in(cache, &target, "llvm-objdump", &["--offloading".into(), exe.display().to_string()])?;
+    let field = |block: &str, key: &str| {
+        block.lines().find_map(|l| l.strip_prefix(key)).map(|v| v.trim().to_string()).unwrap_or_default()
+    };
+    for block in dump.split("OFFLOADING IMAGE").skip(1) {
+        let (arch, triple) = (field(block, "arch"), field(block, "triple"));
+        let arch = if arch.is_empty() { "host".to_string() } else { arch };
+        let file = target.join(format!("embedded-{arch}.image"));
+        let mut spec = format!("--image=file={},triple={triple}", file.display());
+        if arch != "host" {
+            spec.push_str(&format!(",arch={arch}"));
+        }
+        run_in(cache, &target, "llvm-offload-binary", &[exe.display().to_string(), spec])?;
+        let kernels = embedded_kernels(cache, &target, &file, &triple)?;
+        let bytes = fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+        say(STEP, format!("  image {arch} ({triple}), {bytes} bytes, kernels: {}", kernels.join(", ")));
+    }
+    let timer = Timer::start(STEP, "run the program on the offload runtime's CPU device (device results vs host reference)");
+    let output = run_in(cache, &target, &exe.display().to_string(), &[])?;
+    for line in output.lines() {
+        say(STEP, format!("  {line}"));
+    }
+    timer.done();
+    Ok(())
+}
+
+/// The kernels an image embedded in the executable defines: `<kernel>.kd` symbols of an AMD
+/// code object, global functions of a cubin, exported `_offload_kernel_` functions of the CPU
+/// device's shared object (and any exported function of a 1.95-style kernel).
+fn embedded_kernels(cache: &Cache, dir: &Path, image: &Path, triple: &str) -> Result<Vec<String>> {
+    let path = image.display().to_string();
+    let mut kernels: Vec<String> = if triple.starts_with("amdgcn") {
+        run_in(cache, dir, "llvm-nm", &[path])?
+            .lines()
+            .filter_map(|l| l.split_whitespace().last()?.strip_suffix(".kd").map(str::to_string))
+            .collect()
+    } else {
+        let symbols = run_in(cache, dir, "llvm-readelf", &["-s".into(), "-W".into(), path])?;
+        symbols
+            .lines()
+            .filter(|l| l.contains(" FUNC ") && l.contains(" GLOBAL ") && !l.contains(" UND "))
+            .filter_map(|l| l.split_whitespace().last().map(str::to_string))
+            .collect()
+    };
+    kernels.sort();
+    kernels.dedup();
+    Ok(kernels)
 }

@@ -1,0 +1,135 @@
+//! `cargo offload build` turns a Cargo workspace into one executable that embeds a device
+//! image per arch (issue: from a Cargo project to a runnable GPU program).
+//!
+//! The workspace is the CPU device test's (`../offload-cpu-device/ws`: kernels in three library
+//! crates, launches in a library and in the program). Built for `gfx90a` and `sm_90`:
+//! - the executable embeds exactly one image per arch (`llvm-objdump --offloading`), and each
+//!   image, extracted from the executable, defines exactly the merged manifest's kernels
+//!   (`<kernel>.kd` symbols of the AMD code object, global functions of the cubin);
+//! - its offload entries (one per kernel, `llvm_offload_entries`) name those kernels;
+//! - on this machine, which has no GPU, the program stops at its first launch with one line
+//!   that names the kernel and the reason, and exit status 1;
+//! - bad usage gets one clear error: an unknown arch, and a kernel whose crate is not a
+//!   library of the workspace.
+
+//@ only-x86_64
+//@ needs-offload
+
+#[path = "../offload-manifest/cargo.rs"]
+mod cargo;
+#[path = "../offload-manifest/helpers.rs"]
+mod helpers;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use cargo::{cargo_offload, cargo_offload_fails, copy_dir};
+use helpers::{llvm_tool, manifest_symbols};
+use run_make_support::{cmd, cwd, rfs, serde_json, source_root};
+
+/// `(arch, triple)` of each image `llvm-objdump --offloading` lists in `exe`.
+fn embedded_images(exe: &Path) -> Vec<(String, String)> {
+    let dump = cmd(llvm_tool("llvm-objdump")).arg("--offloading").arg(exe).run().stdout_utf8();
+    let field = |block: &str, key: &str| {
+        block.lines().find_map(|l| l.strip_prefix(key)).map(|v| v.trim().to_string()).unwrap_or_default()
+    };
+    dump.split("OFFLOADING IMAGE").skip(1).map(|b| (field(b, "arch"), field(b, "triple"))).collect()
+}
+
+fn main() {
+    let ws = cwd().join("ws");
+    copy_dir(&source_root().join("tests/run-make/offload-cpu-device/ws"), &ws);
+    cargo_offload(&ws, &["build", "--release", "--offload-arch=gfx90a,sm_90"]);
+    let exe = ws.join("target/offload/host/x86_64-unknown-linux-gnu/release/app");
+    assert!(exe.is_file(), "no executable at {}", exe.display());
+
+    let manifest: serde_json::Value =
+        serde_json::from_str(&rfs::read_to_string(ws.join("target/offload/image/manifest.json"))).unwrap();
+    let kernels = manifest_symbols(&manifest);
+    // `kern`: saxpy, scale::<u64>, scale::<f64>, affine, copy_scaled, mixed; `kern2`: add_index;
+    // `corpus`: eleven.
+    assert_eq!(kernels.len(), 18, "{kernels:?}");
+
+    // One image per arch, nothing else.
+    let mut images = embedded_images(&exe);
+    images.sort();
+    assert_eq!(
+        images,
+        [("gfx90a".into(), "amdgcn-amd-amdhsa".into()), ("sm_90".into(), "nvptx64-nvidia-cuda".into())],
+        "the executable's offloading images"
+    );
+
+    // Each image, taken out of the executable, defines exactly the manifest's kernels.
+    let (so, cubin) = (cwd().join("gfx90a.so"), cwd().join("sm_90.cubin"));
+    cmd(llvm_tool("llvm-offload-binary"))
+        .arg(&exe)
+        .arg(format!("--image=file={},triple=amdgcn-amd-amdhsa,arch=gfx90a", so.display()))
+        .arg(format!("--image=file={},triple=nvptx64-nvidia-cuda,arch=sm_90", cubin.display()))
+        .run();
+    let amd: BTreeSet<String> = cmd(llvm_tool("llvm-nm"))
+        .arg(&so)
+        .run()
+        .stdout_utf8()
+        .lines()
+        .filter_map(|l| l.split_whitespace().last()?.strip_suffix(".kd").map(str::to_string))
+        .collect();
+    assert_eq!(amd, kernels, "kernels of the gfx90a code object");
+    let nvidia: BTreeSet<String> = cmd(llvm_tool("llvm-readelf"))
+        .args(["-s", "-W"])
+        .arg(&cubin)
+        .run()
+        .stdout_utf8()
+        .lines()
+        .filter(|l| l.contains(" FUNC ") && l.contains(" GLOBAL "))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_string))
+        .collect();
+    assert_eq!(nvidia, kernels, "kernels of the sm_90 cubin");
+
+    // The registration's entries: one per kernel, named by its symbol.
+    let names: BTreeSet<String> = cmd(llvm_tool("llvm-readelf"))
+        .arg("--string-dump=.llvm.rodata.offloading")
+        .arg(&exe)
+        .run()
+        .stdout_utf8()
+        .lines()
+        .filter_map(|l| l.split_once("] ").map(|(_, name)| name.trim().to_string()))
+        .collect();
+    assert_eq!(names, kernels, "the names of the executable's offload entries");
+    let sections = cmd(llvm_tool("llvm-readelf")).args(["-S", "-W"]).arg(&exe).run().stdout_utf8();
+    let entries = sections.lines().find(|l| l.contains(" llvm_offload_entries ")).expect("no entries section");
+    let size = entries.split_whitespace().skip_while(|f| *f != "PROGBITS").nth(3).unwrap();
+    // `__tgt_offload_entry` is 56 bytes.
+    assert_eq!(u64::from_str_radix(size, 16).unwrap(), 56 * kernels.len() as u64, "{entries}");
+
+    // No GPU here: the first launch stops the program, naming the kernel and the reason.
+    let run = cmd(&exe).env_remove("LD_LIBRARY_PATH").run_fail();
+    assert_eq!(run.status().code(), Some(1));
+    let saxpy = kernels.iter().find(|k| k.contains("saxpy")).unwrap();
+    assert_eq!(
+        run.stderr_utf8().trim(),
+        format!(
+            "error: the offload launch of kernel `{saxpy}` failed: no offload device of this machine runs \
+             any of the program's images (no GPU of the architectures it was built for; \
+             LIBOMPTARGET_INFO=-1 shows the runtime's log)"
+        )
+    );
+    assert!(!run.stdout_utf8().contains("saxpy:"), "the program went on after the failed launch");
+
+    // Bad usage.
+    let unknown = cargo_offload_fails(&ws, &["build", "--offload-arch=gfx90a,cuda"]);
+    assert!(
+        unknown.stderr_utf8().contains("error: [cargo offload] unknown offload arch `cuda`"),
+        "{}",
+        unknown.stderr_utf8()
+    );
+    let outside = cwd().join("outside");
+    copy_dir(&source_root().join("tests/run-make/offload-cpu-device/ws"), &outside);
+    // `kern2` leaves the workspace: its kernel's crate is now a path dependency of `app` only.
+    rfs::write(outside.join("Cargo.toml"), "[workspace]\nmembers = [\"kern\", \"app\"]\nexclude = [\"kern2\"]\n");
+    let missing = cargo_offload_fails(&outside, &["build", "--offload-arch=host"]);
+    assert!(
+        missing.stderr_utf8().contains("is defined in crate `kern2`, which is not a library of this workspace"),
+        "{}",
+        missing.stderr_utf8()
+    );
+}

@@ -1,0 +1,146 @@
+//! Offloaded programs run end to end on LLVM offload's CPU device (issue: kernels run in CI).
+//!
+//! `cargo offload run --offload-arch=host` builds the workspace `ws/` (kernels in two library
+//! crates, launches in a library and in the program) through the host metadata pass, the
+//! device pass for the host target (an x86-64 shared object) and the host pass, and runs the
+//! program, which the runtime's host plugin serves. Every result the program prints is
+//! compared with values computed here, without offload. The launches cover a scalar with data
+//! in and back (`saxpy`), a generic kernel at two types, a `#[repr(C)]` struct and an array by
+//! value, reading through one pointer and writing through another, scalars of four widths in
+//! an order a swap would change, and a kernel of a second crate.
+//!
+//! Then the bundled example (`src/offload-example`) runs the same way and checks itself
+//! against the host.
+
+//@ only-x86_64
+//@ needs-offload
+
+#[path = "../offload-manifest/cargo.rs"]
+mod cargo;
+
+use std::collections::BTreeMap;
+
+use cargo::{cargo_offload, copy_dir, project_example};
+use run_make_support::{cwd, source_root};
+
+/// `name: v0 v1 ...` lines of the program's output.
+fn results(stdout: &str) -> BTreeMap<String, Vec<f64>> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .map(|(name, values)| {
+            let values = values.split_whitespace().map(|v| v.parse::<f64>().unwrap()).collect();
+            (name.to_string(), values)
+        })
+        .collect()
+}
+
+fn expect(got: &BTreeMap<String, Vec<f64>>, name: &str, want: &[f64]) {
+    let values = got.get(name).unwrap_or_else(|| panic!("the program printed no `{name}` line"));
+    assert_eq!(values.len(), want.len(), "{name}: {values:?}");
+    for (i, (g, w)) in values.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 1e-6 * w.abs().max(1.0), "{name}[{i}]: device {g}, expected {w}");
+    }
+}
+
+/// The realistic corpus (`ws/corpus`), recomputed here in `f32`/`u32`/`u64` as the kernels do.
+fn corpus(got: &BTreeMap<String, Vec<f64>>, stdout: &str) {
+    const M: usize = 64;
+    let f = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<_>>();
+    let u = |v: Vec<u32>| v.into_iter().map(f64::from).collect::<Vec<_>>();
+    let x: Vec<f32> = (0..M).map(|i| i as f32 * 0.125 - 2.0).collect();
+    expect(got, "gather", &f((0..M).map(|i| x[(i * 7) % M]).collect()));
+    let dot: f32 = x
+        .iter()
+        .zip(&x)
+        .step_by(2)
+        .enumerate()
+        .map(|(i, (a, b))| if i % 2 == 0 { 1.0 } else { 0.5 } * a * b)
+        .sum();
+    expect(got, "strided_dot", &[f64::from(dot)]);
+    expect(
+        got,
+        "divide",
+        &u((0..M as u32).map(|i| (1000 + i * 13, 1 + i % 9)).map(|(a, d)| a / d + a % d).collect()),
+    );
+    let coeffs = [0.5f32, -1.25, 2.0, 0.125];
+    let table = [3u32, 1, 4, 1, 5, 9, 2, 6];
+    let lut = [0u32, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4];
+    let poly = |x: f32| coeffs.iter().rev().fold(0.0f32, |acc, c| acc * x + c);
+    expect(got, "tables_f", &f((0..M).map(|i| poly(i as f32 / 64.0).clamp(0.0, 1.0)).collect()));
+    expect(got, "tables_bits", &u((0..M).map(|i| lut[(i * 5) & 15] + table[i % 8]).collect()));
+    let codes = &got["classify_codes"];
+    let class: Vec<u32> = codes
+        .iter()
+        .map(|c| match char::from_u32(*c as u32) {
+            Some(c) if c.is_alphabetic() => 1,
+            Some(c) => c.to_digit(16).map_or(2, |d| 16 + d),
+            None => 0,
+        })
+        .collect();
+    // Letters, other characters, digits and invalid code points all occur.
+    assert!(class.contains(&1) && class.contains(&2) && class.contains(&0) && class.contains(&17));
+    expect(got, "classify", &u(class));
+    let fm = |v: f32| v.abs().min(4.0).max(-4.0).copysign(-1.0) + f32::from_bits(v.to_bits() & 0x7f80_0000);
+    expect(got, "float_math", &f((0..M).map(|i| fm((i as f32 - 32.0) * 0.37)).collect()));
+    let mut bins = [0u32; 16];
+    for i in 0..M {
+        bins[(i * i) % 16] += 1;
+    }
+    expect(got, "histogram", &u(bins.to_vec()));
+    let taps = [1.0f32, 2.0, 3.0, 4.0];
+    expect(got, "affine_small", &f((0..M).map(|i| if i < 40 { taps[i % 4] * 2.0 + 1.0 } else { -1.0 }).collect()));
+    expect(
+        got,
+        "areas",
+        &f((0..M).map(|i| if i % 3 == 0 { 2.0 * 2.0 } else { 3.14159 * 1.5 * 1.5 }).collect()),
+    );
+    let ops: [fn(f32) -> f32; 3] = [|x| x * 2.0, |x| x * x, |x| -x];
+    expect(got, "apply_ops", &f((0..M).map(|i| ops[i % 3](i as f32 - 10.0)).collect()));
+    // 64-bit results, compared exactly as text.
+    let wide: Vec<String> = (0..M as u64)
+        .map(|i| {
+            let (a, b) = (u64::MAX / 3 - i * 1_000_003, 6 + i * 2);
+            ((a as i128 * b as i128 / (b as i128 | 1)) as u64).to_string()
+        })
+        .collect();
+    let line = stdout.lines().find_map(|l| l.strip_prefix("wide: ")).expect("no `wide` line");
+    assert_eq!(line.split_whitespace().collect::<Vec<_>>(), wide, "wide");
+}
+
+fn main() {
+    let ws = cwd().join("ws");
+    copy_dir(&source_root().join("tests/run-make/offload-cpu-device/ws"), &ws);
+    let run = cargo_offload(&ws, &["run", "--release", "--offload-arch=host", "-p", "app"]);
+    let stderr = run.stderr_utf8();
+    // One progress line per pass.
+    for pass in ["host metadata pass", "device pass host", "image host: shared object", "host pass"] {
+        assert!(stderr.contains(&format!("[cargo offload] {pass}")), "no `{pass}` line:\n{stderr}");
+    }
+    let got = results(&run.stdout_utf8());
+
+    let x: Vec<f64> = (0..256).map(|i| i as f64 * 0.5).collect();
+    let saxpy: Vec<f64> = (0..256).map(|i| 3.0 * x[i] + (i % 7) as f64).collect();
+    expect(&got, "saxpy", &saxpy);
+    expect(&got, "scale_u64", &(1..=8).map(|i| i as f64 * 10.0).collect::<Vec<_>>());
+    expect(&got, "scale_f64", &(0..8).map(|i| i as f64 * 0.25 * -4.0).collect::<Vec<_>>());
+    let affine: Vec<f64> =
+        (0..8).map(|i| if i < 6 { ((i + 3) % 8 + 1) as f64 * 2.0 + 0.5 } else { -1.0 }).collect();
+    expect(&got, "affine", &affine);
+    let src: Vec<f64> = (0..16).map(|i| i as f64 - 8.0).collect();
+    expect(&got, "copy_scaled", &src.iter().map(|s| s * 3.0 - 1.0).collect::<Vec<_>>());
+    expect(&got, "copy_scaled_src", &src);
+    expect(&got, "mixed", &[(3 * 100 - 7 + 200) as f64, 4.5]);
+    expect(&got, "add_index", &(0..32).map(|i| 100.0 + i as f64).collect::<Vec<_>>());
+    corpus(&got, &run.stdout_utf8());
+
+    // The bundled example checks its three kernels against the host itself.
+    let example = cwd().join("example");
+    copy_dir(&project_example(), &example);
+    let run = cargo_offload(&example, &["run", "--release", "--offload-arch=host"]);
+    let stdout = run.stdout_utf8();
+    for kernel in ["saxpy", "stencil3", "sum_reduce"] {
+        let line = stdout.lines().find(|l| l.starts_with(&format!("{kernel}:"))).unwrap_or("");
+        assert!(line.ends_with(": ok"), "the example's `{kernel}` on the CPU device: {line:?}\n{stdout}");
+    }
+}
