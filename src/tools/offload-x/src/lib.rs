@@ -24,6 +24,7 @@ pub mod cache;
 pub mod commands;
 pub mod cuda;
 pub mod fetch;
+pub mod gpu_check;
 pub mod job;
 pub mod materialize;
 pub mod pins;

@@ -43,6 +43,9 @@ verbs:
                    in src/offload-bench/results/ unless given --results DIR.
                    ARGS: --runs N (5), --targets T..., --results DIR, --update-readme README.md,
                    --from-json FILE [--reinspect] (only redo the reports of an earlier run)
+  gpu-check        a bundle (gpu-check/ in the checkout, at most 64 MiB) that runs the bundled
+                   example, built with cargo offload for sm_90, on an NVIDIA GPU machine without
+                   our sysroot: the executable, its trixie libraries and loader (xz), run.sh
   prepare          download, sysroot, extract and materialize only
   help, --help     this text
 
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         "build" => commands::build(&project, &cache).map(|()| ExitCode::SUCCESS),
         "test" => commands::test(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
         "job" => offload_x::job::run(&project, &cache).map(|()| ExitCode::SUCCESS),
+        "gpu-check" => offload_x::gpu_check::run(&project, &cache).map(|_| ExitCode::SUCCESS),
         "bench" => offload_x::bench::run(&project, &cache, args).map(|()| ExitCode::SUCCESS),
         "image" => match strings(&args).as_slice() {
             [path] => {
