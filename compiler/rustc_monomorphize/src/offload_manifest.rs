@@ -58,7 +58,7 @@
 //! ```json
 //! {
 //!   "magic": "rustc-offload-manifest",
-//!   "format_version": 2,
+//!   "format_version": 3,
 //!   "rustc_commit": "<commit hash of the compiler that wrote it>",
 //!   "crate": "<name of the crate of the host metadata pass>",
 //!   "crate_graph": ["<names of every crate of its graph, sorted>"],
@@ -67,6 +67,7 @@
 //!     "item": {"crate": "demo", "path": [["ValueNs", "scale", 0]]},
 //!     "args": [["num", "f32"]],
 //!     "symbol": "_offload_kernel_scale_0123456789abcdef",
+//!     "params": [{"size": 8, "align": 8}, {"size": 4, "align": 4}],
 //!     "launched_by": ["demo"]
 //!   }]
 //! }
@@ -81,7 +82,10 @@
 //! `extern` block and the GPU build defines `#[no_mangle]`, has `link_name` (its symbol) in
 //! place of `item` and `args`, and `kernel` is `extern <link name>`; the device pass roots the
 //! `#[rustc_offload_kernel]` definition of that symbol in its crate graph. Format 1 had no
-//! such entries. A reader refuses another `magic`, `format_version` or `rustc_commit`.
+//! such entries. `params` holds the size and ABI alignment in bytes of each of the kernel's
+//! parameters as the host laid it out; the device pass refuses a kernel whose parameters it
+//! lays out otherwise (format 2 had no `params`). A reader refuses another `magic`,
+//! `format_version` or `rustc_commit`.
 //!
 //! # A complete image
 //!
@@ -152,7 +156,7 @@ impl LaunchKey {
 /// First field of every manifest.
 pub const MAGIC: &str = "rustc-offload-manifest";
 /// Version of the format described in the module documentation.
-pub const FORMAT_VERSION: u64 = 2;
+pub const FORMAT_VERSION: u64 = 3;
 
 /// The identity of this compiler build, as manifests record it (`rustc_commit`):
 /// `<upstream commit>+fork.<fingerprint>`. The commit is bootstrap's (`CFG_VER_HASH`); the
@@ -613,8 +617,10 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     let Some(path) = manifest_output_path(tcx, path) else { return };
     let path = path.as_str();
     let crate_name = tcx.crate_name(LOCAL_CRATE).to_string();
-    // Identity -> (symbol, names of the crates whose code launches the kernel).
-    let mut kernels: BTreeMap<LaunchKey, (String, BTreeSet<String>)> = BTreeMap::new();
+    // Identity -> (symbol, names of the crates whose code launches the kernel, the layout of
+    // each of its parameters on the host).
+    let mut kernels: BTreeMap<LaunchKey, (String, BTreeSet<String>, Vec<(u64, u64)>)> =
+        BTreeMap::new();
     for cnum in std::iter::once(LOCAL_CRATE).chain(tcx.crates(()).iter().copied()) {
         let launcher = tcx.crate_name(cnum).to_string();
         for &kernel in tcx.offload_launches(cnum) {
@@ -631,7 +637,7 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
                     continue;
                 }
             };
-            let (_, launchers) = kernels.entry(key).or_insert_with_key(|key| {
+            let (_, launchers, _) = kernels.entry(key).or_insert_with_key(|key| {
                 // The symbol the device pass will give the kernel: its own name for
                 // `#[no_mangle]` and declared kernels, otherwise the identity's (the host's
                 // copy of the kernel keeps the usual mangling).
@@ -645,7 +651,10 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
                     }
                     _ => tcx.symbol_name(kernel).name.to_string(),
                 };
-                (symbol, BTreeSet::new())
+                let layouts = param_layouts(tcx, kernel)
+                    .map(|params| params.into_iter().map(|(_, size, align)| (size, align)).collect())
+                    .unwrap_or_default();
+                (symbol, BTreeSet::new(), layouts)
             });
             launchers.insert(launcher.clone());
         }
@@ -659,7 +668,7 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     // Two instances whose identity text coincides (`mod m { fn k }` and `fn m() { fn k }`)
     // would share one symbol, and the device image would hold only one of them.
     let mut by_symbol: BTreeMap<&str, &LaunchKey> = BTreeMap::new();
-    for (key, (symbol, _)) in &kernels {
+    for (key, (symbol, _, _)) in &kernels {
         if let Some(other) = by_symbol.insert(symbol, key) {
             tcx.dcx().emit_err(errors::OffloadKernelSymbolClash {
                 first: other.text(),
@@ -678,23 +687,25 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     if kernels.is_empty() && (defines_kernels || builds_artifact) {
         tcx.dcx().emit_warn(errors::OffloadNoLaunches { path: path.to_string() });
     }
-    let mut kernels: Vec<(String, LaunchKey, (String, BTreeSet<String>))> =
+    let mut kernels: Vec<(String, LaunchKey, (String, BTreeSet<String>, Vec<(u64, u64)>))> =
         kernels.into_iter().map(|(key, record)| (key.text(), key, record)).collect();
     kernels.sort();
     let kernels: Vec<Value> = kernels
         .into_iter()
-        .map(|(text, key, (symbol, launched_by))| match key {
+        .map(|(text, key, (symbol, launched_by, layouts))| match key {
             LaunchKey::Identity(identity) => json!({
                 "kernel": text,
                 "item": path_json(&identity.item),
                 "args": args_json(&identity.args),
                 "symbol": symbol,
+                "params": layouts_json(&layouts),
                 "launched_by": launched_by,
             }),
             LaunchKey::LinkName(name) => json!({
                 "kernel": text,
                 "link_name": name,
                 "symbol": symbol,
+                "params": layouts_json(&layouts),
                 "launched_by": launched_by,
             }),
         })
@@ -785,6 +796,8 @@ struct ReadKernel {
     text: String,
     key: LaunchKey,
     symbol: String,
+    /// Size and ABI alignment in bytes of each parameter, as the host laid it out.
+    params: Vec<(u64, u64)>,
 }
 
 /// A manifest as the device pass reads it.
@@ -853,12 +866,87 @@ fn read_manifest(tcx: TyCtxt<'_>, path: &str) -> ReadManifest {
                     .map(|(item, args)| LaunchKey::Identity(KernelIdentity { item, args }))
             }
         };
-        let (Some(text), Some(key), Some(symbol)) = (text, key, symbol) else {
+        let params = k.get("params").and_then(layouts_from);
+        let (Some(text), Some(key), Some(symbol), Some(params)) = (text, key, symbol, params) else {
             corrupt(dcx, path, "a kernel entry is incomplete");
         };
-        kernels.push(ReadKernel { text: text.to_string(), key, symbol: symbol.to_string() });
+        kernels.push(ReadKernel {
+            text: text.to_string(),
+            key,
+            symbol: symbol.to_string(),
+            params,
+        });
     }
     ReadManifest { krate: krate.to_string(), graph, kernels }
+}
+
+/// Each parameter of `instance` with its size and ABI alignment in bytes, as this session's
+/// target lays it out; `None` where a layout cannot be computed (codegen reports that).
+fn param_layouts<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>) -> Option<Vec<(Ty<'tcx>, u64, u64)>> {
+    let typing_env = ty::TypingEnv::fully_monomorphized();
+    let sig = tcx.fn_sig(instance.def_id()).instantiate(tcx, instance.args);
+    let sig = tcx.instantiate_bound_regions_with_erased(sig);
+    let sig = tcx.normalize_erasing_regions(typing_env, sig);
+    sig.inputs()
+        .iter()
+        .map(|&ty| {
+            let layout = tcx.layout_of(typing_env.as_query_input(ty)).ok()?;
+            Some((ty, layout.size.bytes(), layout.align.abi.bytes()))
+        })
+        .collect()
+}
+
+/// Whether this device pass lays out the parameters of the manifest's `kernel` (resolved to
+/// `instance`) as the host metadata pass recorded them. The runtime copies a parameter's bytes
+/// from the host to the kernel, so a type that differs between the targets (a `cfg`'d field)
+/// would be read wrongly; reports the first parameter that differs, by position and name.
+fn layouts_agree<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    path: &str,
+    kernel: &ReadKernel,
+    instance: Instance<'tcx>,
+) -> bool {
+    let Some(device) = param_layouts(tcx, instance) else { return true };
+    let mismatch = |what: String| {
+        tcx.dcx().emit_err(errors::OffloadKernelLayoutMismatch {
+            path: path.to_string(),
+            kernel: kernel.text.clone(),
+            what,
+        });
+        false
+    };
+    if device.len() != kernel.params.len() {
+        return mismatch(format!(
+            "it has {} parameters on the host and {} here",
+            kernel.params.len(),
+            device.len()
+        ));
+    }
+    let names = tcx.fn_arg_idents(instance.def_id());
+    for (i, ((ty, size, align), &(host_size, host_align))) in device.iter().zip(&kernel.params).enumerate() {
+        if (*size, *align) != (host_size, host_align) {
+            let name = match names.get(i).copied().flatten() {
+                Some(ident) => format!("`{ident}`: `{ty}`"),
+                None => format!("`{ty}`"),
+            };
+            return mismatch(format!(
+                "parameter {} ({name}) is {host_size} bytes aligned to {host_align} on the host and {size} bytes aligned to {align} here",
+                i + 1
+            ));
+        }
+    }
+    true
+}
+
+fn layouts_json(layouts: &[(u64, u64)]) -> Value {
+    Value::Array(layouts.iter().map(|(size, align)| json!({ "size": size, "align": align })).collect())
+}
+
+fn layouts_from(v: &Value) -> Option<Vec<(u64, u64)>> {
+    v.as_array()?
+        .iter()
+        .map(|p| Some((p.get("size")?.as_u64()?, p.get("align")?.as_u64()?)))
+        .collect()
 }
 
 /// Whether `def_id` is a function marked `#[rustc_offload_kernel]`.
@@ -950,6 +1038,7 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
                 }
                 if kernel_mir_available(tcx, path, kernel, def_id)
                     && check_kernel_signature(tcx, def_id)
+                    && layouts_agree(tcx, path, kernel, Instance::mono(tcx, def_id))
                 {
                     roots.push(MonoItem::Fn(Instance::mono(tcx, def_id)));
                 }
@@ -1007,6 +1096,9 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
         }
         if tcx.symbol_name(instance).name != kernel.symbol {
             stale("the symbol recorded by the host metadata pass differs from this pass's");
+            continue;
+        }
+        if !layouts_agree(tcx, path, kernel, instance) {
             continue;
         }
         roots.push(MonoItem::Fn(instance));

@@ -90,6 +90,8 @@ fn corpus(got: &BTreeMap<String, Vec<f64>>, stdout: &str) {
     expect(got, "histogram", &u(bins.to_vec()));
     let taps = [1.0f32, 2.0, 3.0, 4.0];
     expect(got, "affine_small", &f((0..M).map(|i| if i < 40 { taps[i % 4] * 2.0 + 1.0 } else { -1.0 }).collect()));
+    expect(got, "axpy_f32", &f((0..M).map(|i| 2.0 * (1.0 - i as f32 * 0.5) + i as f32).collect()));
+    expect(got, "axpy_u64", &(0..M as u64).map(|i| (3 * (i + 7) + i * 1000) as f64).collect::<Vec<_>>());
     expect(
         got,
         "areas",

@@ -60,11 +60,20 @@ fn main() {
     refused(&mut device("kernel.rs", "corrupted.json"), "its `magic` field is missing or not `rustc-offload-manifest`");
 
     // B3: another format version, another compiler.
-    rfs::write("v1.json", good.replace("\"format_version\": 2", "\"format_version\": 1"));
+    rfs::write("v1.json", good.replace("\"format_version\": 3", "\"format_version\": 1"));
     refused(&mut device("kernel.rs", "v1.json"), "was written by another compiler or format (format 1");
     let commit = good.split("\"rustc_commit\": \"").nth(1).unwrap().split('"').next().unwrap();
     rfs::write("other-rustc.json", good.replace(commit, "0000000000000000000000000000000000000000"));
     refused(&mut device("kernel.rs", "other-rustc.json"), "compiler 0000000000000000000000000000000000000000");
+
+    // The host and the device lay out a kernel's parameter type differently (a field that
+    // only the host target has): the runtime would copy 12 bytes into an 8-byte parameter.
+    host("layout.rs").arg("-Zoffload=HostMetadata=layout.json").run();
+    refused(
+        &mut device("layout.rs", "layout.json"),
+        "disagree on the layout of kernel `layout::affine`: parameter 2 (`p`: `Params`) is 12 bytes \
+         aligned to 4 on the host and 8 bytes aligned to 4 here",
+    );
 
     // B4: the kernel was renamed since the host metadata pass.
     let mut stale = device("kernel.rs", "good.json");

@@ -94,6 +94,15 @@ fn corpus_run() {
     offload::<_, _, ()>(corpus::affine, one, one, (&mut aff as *mut _, params, [1.0f32, 2.0, 3.0, 4.0]));
     show("affine_small", &aff);
 
+    let mut yf: [f32; M] = core::array::from_fn(|i| i as f32);
+    let xf: [f32; M] = core::array::from_fn(|i| 1.0 - i as f32 * 0.5);
+    offload::<_, _, ()>(corpus::axpy::<f32>, one, one, (&mut yf as *mut _, &xf as *const _, 2.0f32));
+    show("axpy_f32", &yf);
+    let mut yu: [u64; M] = core::array::from_fn(|i| i as u64 * 1000);
+    let xu: [u64; M] = core::array::from_fn(|i| i as u64 + 7);
+    offload::<_, _, ()>(corpus::axpy::<u64>, one, one, (&mut yu as *mut _, &xu as *const _, 3u64));
+    show("axpy_u64", &yu);
+
     let kinds: [u32; M] = core::array::from_fn(|i| (i % 3 == 0) as u32);
     let mut ar = [0.0f32; M];
     offload::<_, _, ()>(corpus::areas, one, one, (&mut ar as *mut _, &kinds as *const _));

@@ -109,6 +109,19 @@ pub fn affine(out: *mut [f32; M], params: Params, taps: [f32; 4]) {
     }
 }
 
+/// A generic kernel, launched at `f32` and `u64`.
+#[rustc_offload_kernel]
+pub fn axpy<T: Copy + core::ops::Mul<Output = T> + core::ops::Add<Output = T>>(
+    y: *mut [T; M],
+    x: *const [T; M],
+    a: T,
+) {
+    let (y, x) = unsafe { (&mut *y, &*x) };
+    for (y, x) in y.iter_mut().zip(x) {
+        *y = a * *x + *y;
+    }
+}
+
 /// A `dyn Trait` call: vtables of a dependency's types.
 #[rustc_offload_kernel]
 pub fn areas(out: *mut [f32; M], kinds: *const [u32; M]) {
