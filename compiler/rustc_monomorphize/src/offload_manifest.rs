@@ -1141,18 +1141,25 @@ pub(crate) fn check_kernels_unused_by_device_code<'tcx>(
     }
 }
 
-/// Bare `-Zoffload=Device` keeps the base behaviour (every mono root), which cannot know the
-/// instances of a generic kernel: report them instead of leaving them silently out of the
-/// device image.
-pub fn check_bare_device_generic_kernels(tcx: TyCtxt<'_>) {
+/// The kernels that bare `-Zoffload=Device` adds to the base mono roots: every non-generic
+/// `#[rustc_offload_kernel]` function of the crate, also one that is small enough to be
+/// cross-crate inlinable (which makes it neither reachable-non-generic nor a root otherwise,
+/// and the host would launch a symbol the image lacks). The bare pass cannot know the
+/// instances of a generic kernel: it reports them instead of leaving them silently out.
+pub fn bare_device_kernels<'tcx>(tcx: TyCtxt<'tcx>) -> Vec<MonoItem<'tcx>> {
+    let mut kernels = Vec::new();
     for def_id in tcx.hir_crate_items(()).definitions() {
-        if is_kernel(tcx, def_id.to_def_id())
-            && tcx.generics_of(def_id).requires_monomorphization(tcx)
-        {
+        if !is_kernel(tcx, def_id.to_def_id()) {
+            continue;
+        }
+        if tcx.generics_of(def_id).requires_monomorphization(tcx) {
             tcx.dcx().emit_err(errors::OffloadGenericKernelWithoutManifest {
                 span: tcx.def_span(def_id),
                 kernel: tcx.def_path_str(def_id),
             });
+        } else {
+            kernels.push(MonoItem::Fn(Instance::mono(tcx, def_id.to_def_id())));
         }
     }
+    kernels
 }

@@ -9,8 +9,9 @@
 //! value, reading through one pointer and writing through another, scalars of four widths in
 //! an order a swap would change, and a kernel of a second crate.
 //!
-//! Then the bundled example (`src/offload-example`) runs the same way and checks itself
-//! against the host.
+//! Then a second program of the workspace (an example) runs by name, `run` refuses to pick
+//! among several programs, `cargo offload test` runs a test that launches a kernel, and the
+//! bundled example (`src/offload-example`) runs and checks itself against the host.
 
 //@ only-x86_64
 //@ needs-offload
@@ -20,7 +21,7 @@ mod cargo;
 
 use std::collections::BTreeMap;
 
-use cargo::{cargo_offload, copy_dir, project_example};
+use cargo::{cargo_offload, cargo_offload_fails, copy_dir, project_example};
 use run_make_support::{cwd, source_root};
 
 /// `name: v0 v1 ...` lines of the program's output.
@@ -135,6 +136,16 @@ fn main() {
     expect(&got, "mixed", &[(3 * 100 - 7 + 200) as f64, 4.5]);
     expect(&got, "add_index", &(0..32).map(|i| 100.0 + i as f64).collect::<Vec<_>>());
     corpus(&got, &run.stdout_utf8());
+
+    // A second program of the workspace, picked by name; without a name, `run` refuses to
+    // guess.
+    let second = cargo_offload(&ws, &["run", "--release", "--offload-arch=host", "--example", "second"]);
+    assert_eq!(second.stdout_utf8().trim(), "second: 42 42 42 42 42 42 42 42");
+    let several = cargo_offload_fails(&ws, &["run", "--release", "--offload-arch=host", "--bins", "--examples"]);
+    assert!(several.stderr_utf8().contains("programs; pick one with `--bin NAME` or `--example NAME`"));
+    // A kernel launched from a test harness: `cargo offload test` runs the workspace's tests.
+    let tests = cargo_offload(&ws, &["test", "--release", "--offload-arch=host", "-p", "app"]);
+    assert!(tests.stdout_utf8().contains("test tests::add_index_on_the_device ... ok"), "{}", tests.stdout_utf8());
 
     // The bundled example checks its three kernels against the host itself.
     let example = cwd().join("example");

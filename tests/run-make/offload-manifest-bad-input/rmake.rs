@@ -75,6 +75,12 @@ fn main() {
          aligned to 4 on the host and 8 bytes aligned to 4 here",
     );
 
+    // A stale manifest whose generic argument changed kind: `W<T>` became `W<'a>`.
+    host("kind.rs").arg("-Zoffload=HostMetadata=kind.json").run();
+    let mut kind = device("kind.rs", "kind.json");
+    kind.cfg("lifetime");
+    refused(&mut kind, "the offload manifest `kind.json` is stale: kernel `kind::k::<kind::W<u32>>`");
+
     // B4: the kernel was renamed since the host metadata pass.
     let mut stale = device("kernel.rs", "good.json");
     stale.cfg("renamed");
@@ -134,7 +140,11 @@ fn main() {
     shape.cfg("shape_a").arg("-Zoffload=HostMetadata=shape.json").run();
     let mut shape = device("more.rs", "shape.json");
     shape.cfg("shape_b");
-    refused(&mut shape, "kernel `more::gk::<more::L<u8>>`: a type in its generic arguments no longer has that shape");
+    // (Its arguments no longer fit the ADT: `KernelTy::to_ty` refuses to build the type.)
+    refused(
+        &mut shape,
+        "kernel `more::gk::<more::L<u8>>`: a generic argument names a type that no longer exists or no longer has that shape",
+    );
 
     // Code whose error only codegen would report (a value too large for the target): the pass
     // says so instead of ending in an internal compiler error, and writes no manifest.

@@ -238,7 +238,10 @@ impl KernelTy {
                     return None;
                 }
                 let args = args_to_ty(tcx, args)?;
-                if args.len() != tcx.generics_of(def_id).count() {
+                // The kinds as well as the count: a stale manifest may name a type where the
+                // ADT now has a lifetime parameter, and such an ADT type breaks every query
+                // that looks at it (the device pass must report the manifest as stale).
+                if !tcx.check_args_compatible(def_id, args) {
                     return None;
                 }
                 Ty::new_adt(tcx, tcx.adt_def(def_id), args)

@@ -345,6 +345,7 @@ fn run(inv: &Invocation) -> Result<ExitCode> {
     let archs = inv.archs.iter().map(|a| Arch::parse(a, &host)).collect::<Result<Vec<_>>>()?;
     let ws = workspace(&cargo, &inv.cargo_args)?;
     let dir = ws.target_dir.join("offload");
+    forget_other_compilers_output(&dir)?;
     let manifests = dir.join("manifests");
     fs::create_dir_all(&manifests).map_err(|e| Failure(format!("cannot create {}: {e}", manifests.display()), 1))?;
     let user_rustflags = std::env::var("RUSTFLAGS").unwrap_or_default();
@@ -465,8 +466,13 @@ fn run(inv: &Invocation) -> Result<ExitCode> {
         .arg(dir.join("host"))
         .env("RUSTFLAGS", host_rustflags.trim());
     let artifacts = cargo_pass(&format!("host pass ({host})"), host_pass, true)?;
-    let programs: Vec<String> =
-        artifacts.iter().filter_map(|a| a["executable"].as_str()).map(str::to_string).collect();
+    // `test` runs the test harnesses, not the examples that `cargo test` builds beside them.
+    let programs: Vec<String> = artifacts
+        .iter()
+        .filter(|a| inv.verb != "test" || a["profile"]["test"].as_bool() == Some(true))
+        .filter_map(|a| a["executable"].as_str())
+        .map(str::to_string)
+        .collect();
     for program in &programs {
         eprintln!("[cargo offload] built {program}");
     }
@@ -502,6 +508,52 @@ fn run_program(program: &str, args: &[String]) -> Result<ExitCode> {
         .status()
         .map_err(|e| Failure(format!("cannot run {program}: {e}"), 1))?;
     Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8))
+}
+
+/// Removes what `cargo offload` built with another compiler build. Builds of the fork share
+/// `rustc -vV` (the upstream version and commit), which is all that cargo's fingerprints see
+/// of the compiler, so cargo would keep rmeta files, manifests and images of an older build
+/// as fresh; the identity here adds the size and modification time of the compiler's driver
+/// library. Recorded in `<dir>/compiler`.
+fn forget_other_compilers_output(dir: &Path) -> Result<()> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let run = |args: &[&str]| {
+        Command::new(&rustc).args(args).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let version = run(&["-vV"]).map_err(|e| Failure(format!("cannot run rustc: {e}"), 1))?;
+    let sysroot = run(&["--print", "sysroot"]).map_err(|e| Failure(format!("cannot run rustc: {e}"), 1))?;
+    let mut identity = version;
+    if let Ok(entries) = fs::read_dir(Path::new(sysroot.trim()).join("lib")) {
+        let mut drivers: Vec<String> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("librustc_driver"))
+            .filter_map(|e| {
+                let meta = e.metadata().ok()?;
+                let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+                Some(format!("{} {} {}", e.file_name().to_string_lossy(), meta.len(), modified.as_nanos()))
+            })
+            .collect();
+        drivers.sort();
+        identity.push_str(&drivers.join("\n"));
+    }
+    let record = dir.join("compiler");
+    // Without a record, whatever is there came from an unknown compiler.
+    let previous = fs::read_to_string(&record).ok();
+    if previous.as_deref() == Some(identity.as_str()) {
+        return Ok(());
+    }
+    if let Ok(entries) = fs::read_dir(dir) {
+        let entries: Vec<_> = entries.flatten().collect();
+        if !entries.is_empty() {
+            eprintln!("[cargo offload] the compiler changed since the last build: rebuilding all passes");
+        }
+        for entry in entries {
+            let path = entry.path();
+            let _ = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
+        }
+    }
+    fs::create_dir_all(dir).map_err(|e| Failure(format!("cannot create {}: {e}", dir.display()), 1))?;
+    fs::write(&record, identity).map_err(|e| Failure(format!("cannot write {}: {e}", record.display()), 1))
 }
 
 /// The package name in a cargo package id (`path+file:///x/app#0.1.0` or `app 0.1.0 (...)`).

@@ -118,3 +118,14 @@ fn corpus_run() {
     offload::<_, _, ()>(corpus::wide, one, one, (&mut wa as *mut _, &wb as *const _));
     show("wide", &wa);
 }
+
+#[cfg(test)]
+mod tests {
+    /// A launch from a test harness (`cargo offload test`).
+    #[test]
+    fn add_index_on_the_device() {
+        let mut z = [1u32; 32];
+        core::intrinsics::offload::<_, _, ()>(kern2::add_index, [1, 1, 1], [1, 1, 1], (&mut z as *mut _,));
+        assert_eq!(z[5], 6, "{z:?}");
+    }
+}
