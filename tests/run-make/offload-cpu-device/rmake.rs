@@ -10,8 +10,9 @@
 //! an order a swap would change, and a kernel of a second crate.
 //!
 //! Then a second program of the workspace (an example) runs by name, `run` refuses to pick
-//! among several programs, `cargo offload test` runs a test that launches a kernel, and the
-//! bundled example (`src/offload-example`) runs and checks itself against the host.
+//! among several programs, `cargo offload test` runs a test that launches a kernel, a C
+//! program calls a `cdylib` that launches one, and the bundled example (`src/offload-example`)
+//! runs and checks itself against the host.
 
 //@ only-x86_64
 //@ needs-offload
@@ -22,7 +23,7 @@ mod cargo;
 use std::collections::BTreeMap;
 
 use cargo::{cargo_offload, cargo_offload_fails, copy_dir, project_example};
-use run_make_support::{cwd, source_root};
+use run_make_support::{cmd, cwd, source_root};
 
 /// `name: v0 v1 ...` lines of the program's output.
 fn results(stdout: &str) -> BTreeMap<String, Vec<f64>> {
@@ -146,6 +147,21 @@ fn main() {
     // A kernel launched from a test harness: `cargo offload test` runs the workspace's tests.
     let tests = cargo_offload(&ws, &["test", "--release", "--offload-arch=host", "-p", "app"]);
     assert!(tests.stdout_utf8().contains("test tests::add_index_on_the_device ... ok"), "{}", tests.stdout_utf8());
+
+    // A `cdylib` that launches a kernel, called from a C program.
+    cargo_offload(&ws, &["build", "--release", "--offload-arch=host", "-p", "clib"]);
+    let lib = ws.join("target/offload/host/x86_64-unknown-linux-gnu/release");
+    let c_program = cwd().join("clib-main");
+    cmd("cc")
+        .arg(ws.join("clib/main.c"))
+        .arg("-o")
+        .arg(&c_program)
+        .arg(format!("-L{}", lib.display()))
+        .arg("-lclib")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .run();
+    let c_run = cmd(&c_program).env_remove("LD_LIBRARY_PATH").run();
+    assert_eq!(c_run.stdout_utf8().trim(), "clib: 1 3 511");
 
     // The bundled example checks its three kernels against the host itself.
     let example = cwd().join("example");

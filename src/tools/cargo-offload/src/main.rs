@@ -476,6 +476,20 @@ fn run(inv: &Invocation) -> Result<ExitCode> {
     for program in &programs {
         eprintln!("[cargo offload] built {program}");
     }
+    // A static library carries no link arguments: whoever links it links the registration.
+    for artifact in &artifacts {
+        let kinds = artifact["target"]["kind"].as_array().into_iter().flatten();
+        if kinds.filter_map(Value::as_str).any(|k| k == "staticlib") && kernels > 0 {
+            let file = artifact["filenames"].as_array().into_iter().flatten().filter_map(Value::as_str);
+            for lib in file.filter(|f| f.ends_with(".a")) {
+                eprintln!(
+                    "[cargo offload] built {lib}: link it with {} -L{rt} -lomptarget -lomp -Wl,-rpath,{rt}",
+                    images_dir.join("offload-registration.o").display(),
+                    rt = runtime_lib_dir().display()
+                );
+            }
+        }
+    }
     match inv.verb.as_str() {
         "run" => match programs.as_slice() {
             [program] => run_program(program, &inv.program_args),
