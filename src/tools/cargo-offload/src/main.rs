@@ -220,7 +220,11 @@ struct Workspace {
     root: PathBuf,
     /// Library crate name (`-` as `_`) -> (package name, package folder).
     libraries: BTreeMap<String, (String, PathBuf)>,
+    /// Package ids of the workspace's members (cargo's `workspace_members`).
     member_ids: BTreeSet<String>,
+    /// Packages with a target that the host pass links (a program, an example, a test, a
+    /// `cdylib`): those link the device images' registration.
+    linking_packages: BTreeSet<String>,
 }
 
 fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Workspace> {
@@ -237,12 +241,16 @@ fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Workspace> {
         .map_err(|e| Failure(format!("`cargo metadata` printed no JSON: {e}"), 1))?;
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let mut libraries = BTreeMap::new();
+    let mut linking_packages = BTreeSet::new();
     for package in meta["packages"].as_array().into_iter().flatten() {
         let dir = PathBuf::from(text(package, "manifest_path")).parent().map(Path::to_path_buf).unwrap_or_default();
         for target in package["targets"].as_array().into_iter().flatten() {
             let kinds: Vec<&str> = target["kind"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
             if kinds.iter().any(|k| matches!(*k, "lib" | "rlib")) {
                 libraries.insert(text(target, "name").replace('-', "_"), (text(package, "name"), dir.clone()));
+            }
+            if kinds.iter().any(|k| matches!(*k, "bin" | "example" | "test" | "bench" | "cdylib" | "dylib")) {
+                linking_packages.insert(text(package, "name"));
             }
         }
     }
@@ -253,6 +261,7 @@ fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Workspace> {
         root: PathBuf::from(text(&meta, "workspace_root")),
         libraries,
         member_ids,
+        linking_packages,
     })
 }
 
@@ -430,9 +439,9 @@ fn run(inv: &Invocation) -> Result<ExitCode> {
             registration.display(),
             rt = runtime.display(),
         ));
-        if changed {
-            // Cargo does not see a link argument's contents: the crates of the workspace, which
-            // launch the kernels and link the programs, are rebuilt against the new images.
+        if changed && !ws.linking_packages.is_empty() {
+            // Cargo does not see a link argument's contents: the packages that link programs
+            // (or a `cdylib`) are rebuilt against the new images; libraries stay as they are.
             let mut clean = cargo_command(&cargo, "clean");
             clean.args(["--target", &host, "--target-dir"]).arg(dir.join("host"));
             if profile == "release" {
@@ -441,13 +450,8 @@ fn run(inv: &Invocation) -> Result<ExitCode> {
             if let Some(i) = inv.cargo_args.iter().position(|a| a == "--manifest-path") {
                 clean.args(&inv.cargo_args[i..(i + 2).min(inv.cargo_args.len())]);
             }
-            for (package, _) in ws.libraries.values() {
+            for package in &ws.linking_packages {
                 clean.args(["-p", package]);
-            }
-            for id in &ws.member_ids {
-                if let Some(name) = package_name_of_id(id) {
-                    clean.args(["-p", &name]);
-                }
             }
             let _ = clean.stdout(Stdio::null()).stderr(Stdio::null()).status();
         }
@@ -568,18 +572,6 @@ fn forget_other_compilers_output(dir: &Path) -> Result<()> {
     }
     fs::create_dir_all(dir).map_err(|e| Failure(format!("cannot create {}: {e}", dir.display()), 1))?;
     fs::write(&record, identity).map_err(|e| Failure(format!("cannot write {}: {e}", record.display()), 1))
-}
-
-/// The package name in a cargo package id (`path+file:///x/app#0.1.0` or `app 0.1.0 (...)`).
-fn package_name_of_id(id: &str) -> Option<String> {
-    if let Some((_, fragment)) = id.rsplit_once('#') {
-        let name = match fragment.split_once('@') {
-            Some((name, _)) => name.to_string(),
-            None => id.rsplit_once('#')?.0.rsplit('/').next()?.to_string(),
-        };
-        return Some(name);
-    }
-    id.split_whitespace().next().map(str::to_string)
 }
 
 /// The manifests of this build's root crates: the crates of workspace packages among the
@@ -880,12 +872,5 @@ mod tests {
         fs::write(&other, fs::read_to_string(&a).unwrap().replace("\"c\"", "\"d\"")).unwrap();
         assert!(matches!(merge_manifests(&[a, other]), Err(Failure(m, 1)) if m.contains("another compiler")));
         fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn package_ids_name_their_package() {
-        assert_eq!(package_name_of_id("path+file:///w/app#0.1.0").as_deref(), Some("app"));
-        assert_eq!(package_name_of_id("path+file:///w/app#my-app@0.1.0").as_deref(), Some("my-app"));
-        assert_eq!(package_name_of_id("app 0.1.0 (path+file:///w/app)").as_deref(), Some("app"));
     }
 }
