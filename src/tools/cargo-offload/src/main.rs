@@ -375,7 +375,7 @@ fn run(inv: &Invocation) -> Result<ExitCode> {
     let manifest = merge_manifests(&roots)?;
     let kernels = manifest["kernels"].as_array().map(Vec::len).unwrap_or(0);
     eprintln!(
-        "[cargo offload] {kernels} kernel instance{} launched by {} root crate{}",
+        "[cargo offload] {kernels} kernel instance{} in the manifests of {} root crate{}",
         if kernels == 1 { "" } else { "s" },
         roots.len(),
         if roots.len() == 1 { "" } else { "s" }
