@@ -45,10 +45,15 @@
 //! A kernel instance is named by its crate's name, its disambiguated def path and its generic
 //! arguments as type trees (`rustc_middle::ty::offload_kernel`), never by `CrateNum`, `DefId`,
 //! `StableCrateId` or `DefPathHash`: the first two are session indices, the last two depend on
-//! `-C metadata`, which cargo sets per target. The device pass recomputes the `DefPathHash` of
-//! the recorded path under its own session's `StableCrateId`. Each kernel also carries its
-//! symbol, which the host metadata pass computed; the device pass recomputes it and refuses a
-//! manifest whose symbols it does not reproduce (a stale manifest, or another compiler).
+//! `-C metadata`, which cargo sets per target. A crate is also named by its source fingerprint
+//! (the content hash of its root file), which tells two crates of one name apart. The device
+//! pass recomputes the `DefPathHash` of the recorded path under its own session's
+//! `StableCrateId`. Each kernel also carries its symbol, which the host metadata pass computed;
+//! the device pass recomputes it and refuses a manifest whose symbols it does not reproduce (a
+//! stale manifest, or another compiler). And each kernel carries the fingerprint of its
+//! definition ([`definition_fingerprint`]: where the item is in which file content), so that a
+//! path that now names another item (a `cfg` that shifts a disambiguator) or an edited kernel
+//! is reported as stale, never resolved to another item.
 //!
 //! # Format
 //!
@@ -58,15 +63,17 @@
 //! ```json
 //! {
 //!   "magic": "rustc-offload-manifest",
-//!   "format_version": 3,
+//!   "format_version": 4,
 //!   "rustc_commit": "<commit hash of the compiler that wrote it>",
 //!   "crate": "<name of the crate of the host metadata pass>",
 //!   "crate_graph": ["<names of every crate of its graph, sorted>"],
 //!   "kernels": [{
 //!     "kernel": "demo::scale::<f32>",
-//!     "item": {"crate": "demo", "path": [["ValueNs", "scale", 0]]},
+//!     "item": {"crate": "demo", "crate_source": "0123456789abcdef",
+//!              "path": [["ValueNs", "scale", 0]]},
 //!     "args": [["num", "f32"]],
 //!     "symbol": "_offload_kernel_scale_0123456789abcdef",
+//!     "definition": "fedcba9876543210",
 //!     "params": [{"size": 8, "align": 8}, {"size": 4, "align": 4}],
 //!     "launched_by": ["demo"]
 //!   }]
@@ -84,7 +91,10 @@
 //! `#[rustc_offload_kernel]` definition of that symbol in its crate graph. Format 1 had no
 //! such entries. `params` holds the size and ABI alignment in bytes of each of the kernel's
 //! parameters as the host laid it out; the device pass refuses a kernel whose parameters it
-//! lays out otherwise (format 2 had no `params`). A reader refuses another `magic`,
+//! lays out otherwise (format 2 had no `params`). An item (the kernel's, or an ADT's in `args`)
+//! names its crate by name and source fingerprint (`crate_source`, see
+//! `rustc_middle::ty::offload_kernel::crate_source`), and `definition` is the kernel's
+//! definition fingerprint (format 3 had neither). A reader refuses another `magic`,
 //! `format_version` or `rustc_commit`.
 //!
 //! # A complete image
@@ -101,6 +111,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use rustc_data_structures::fx::FxHashSet;
+use rustc_data_structures::fingerprint::Fingerprint;
+use rustc_data_structures::stable_hasher::StableHasher;
 use rustc_errors::DiagCtxtHandle;
 use rustc_hir::LangItem;
 use rustc_hir::def::DefKind;
@@ -113,7 +125,7 @@ use rustc_middle::mir::{self, TerminatorKind};
 use rustc_middle::query::LocalCrate;
 use rustc_middle::ty::offload_kernel::{
     ItemPath, KernelArg, KernelIdentity, KernelTy, PathComponent, Unsupported, args_to_ty,
-    identity_symbol,
+    crate_source, identity_symbol,
 };
 use rustc_middle::ty::{self, Instance, InstanceKind, Ty, TyCtxt};
 use rustc_middle::util::Providers;
@@ -156,7 +168,7 @@ impl LaunchKey {
 /// First field of every manifest.
 pub const MAGIC: &str = "rustc-offload-manifest";
 /// Version of the format described in the module documentation.
-pub const FORMAT_VERSION: u64 = 3;
+pub const FORMAT_VERSION: u64 = 4;
 
 /// The identity of this compiler build, as manifests record it (`rustc_commit`):
 /// `<upstream commit>+fork.<fingerprint>`. The commit is bootstrap's (`CFG_VER_HASH`); the
@@ -451,7 +463,7 @@ pub(crate) fn bind_foreign_static(tcx: TyCtxt<'_>, def_id: DefId) -> DefId {
 fn path_json(path: &ItemPath) -> Value {
     let components: Vec<Value> =
         path.components.iter().map(|c| json!([c.kind, c.name, c.disambiguator])).collect();
-    json!({ "crate": path.krate, "path": components })
+    json!({ "crate": path.krate, "crate_source": path.crate_source, "path": components })
 }
 
 fn ty_json(ty: &KernelTy) -> Value {
@@ -483,6 +495,7 @@ fn args_json(args: &[KernelArg]) -> Value {
 
 fn path_from(v: &Value) -> Option<ItemPath> {
     let krate = v.get("crate")?.as_str()?.to_string();
+    let crate_source = v.get("crate_source")?.as_str()?.to_string();
     let components = v
         .get("path")?
         .as_array()?
@@ -499,7 +512,7 @@ fn path_from(v: &Value) -> Option<ItemPath> {
             })
         })
         .collect::<Option<_>>()?;
-    Some(ItemPath { krate, components })
+    Some(ItemPath { krate, crate_source, components })
 }
 
 fn ty_from(v: &Value) -> Option<KernelTy> {
@@ -538,6 +551,25 @@ fn args_from(v: &Value) -> Option<Vec<KernelArg>> {
 
 pub(crate) fn provide(providers: &mut Providers) {
     providers.queries.offload_launches = local_offload_launches;
+    providers.queries.offload_host_metadata_pass = |tcx, LocalCrate| host_metadata_path(tcx).is_some();
+}
+
+/// The fingerprint of the definition of `def_id`, as 16 hex digits: the `StableHasher` hash
+/// (folded to 64 bits) of the content hash (`SourceFile::src_hash`) of the file that holds the item's
+/// definition span and of that span's byte range in the file (for an item that a macro
+/// expands, the outermost call site's). It is the same on every target (the passes read the
+/// same file) and changes when the file is edited, or when the item's path names another item
+/// of the same text (a `cfg` that shifts a disambiguator).
+pub fn definition_fingerprint(tcx: TyCtxt<'_>, def_id: DefId) -> String {
+    let span = tcx.def_span(def_id).source_callsite();
+    let file = tcx.sess.source_map().lookup_source_file(span.lo());
+    let mut hasher = StableHasher::new();
+    std::hash::Hash::hash(&format!("{:?}", file.src_hash.kind), &mut hasher);
+    std::hash::Hash::hash(file.src_hash.hash_bytes(), &mut hasher);
+    std::hash::Hash::hash(&file.relative_position(span.lo()).0, &mut hasher);
+    std::hash::Hash::hash(&file.relative_position(span.hi()).0, &mut hasher);
+    let hash: Fingerprint = hasher.finish();
+    format!("{:016x}", hash.to_smaller_hash().as_u64())
 }
 
 /// The `offload_launches` query for the local crate: empty outside the host metadata pass.
@@ -618,8 +650,8 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     let path = path.as_str();
     let crate_name = tcx.crate_name(LOCAL_CRATE).to_string();
     // Identity -> (symbol, names of the crates whose code launches the kernel, the layout of
-    // each of its parameters on the host).
-    let mut kernels: BTreeMap<LaunchKey, (String, BTreeSet<String>, Vec<(u64, u64)>)> =
+    // each of its parameters on the host, the definition fingerprint).
+    let mut kernels: BTreeMap<LaunchKey, (String, BTreeSet<String>, Vec<(u64, u64)>, String)> =
         BTreeMap::new();
     for cnum in std::iter::once(LOCAL_CRATE).chain(tcx.crates(()).iter().copied()) {
         let launcher = tcx.crate_name(cnum).to_string();
@@ -637,7 +669,7 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
                     continue;
                 }
             };
-            let (_, launchers, _) = kernels.entry(key).or_insert_with_key(|key| {
+            let (_, launchers, _, _) = kernels.entry(key).or_insert_with_key(|key| {
                 // The symbol the device pass will give the kernel: its own name for
                 // `#[no_mangle]` and declared kernels, otherwise the identity's (the host's
                 // copy of the kernel keeps the usual mangling).
@@ -654,7 +686,7 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
                 let layouts = param_layouts(tcx, kernel)
                     .map(|params| params.into_iter().map(|(_, size, align)| (size, align)).collect())
                     .unwrap_or_default();
-                (symbol, BTreeSet::new(), layouts)
+                (symbol, BTreeSet::new(), layouts, definition_fingerprint(tcx, kernel.def_id()))
             });
             launchers.insert(launcher.clone());
         }
@@ -668,7 +700,7 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     // Two instances whose identity text coincides (`mod m { fn k }` and `fn m() { fn k }`)
     // would share one symbol, and the device image would hold only one of them.
     let mut by_symbol: BTreeMap<&str, &LaunchKey> = BTreeMap::new();
-    for (key, (symbol, _, _)) in &kernels {
+    for (key, (symbol, _, _, _)) in &kernels {
         if let Some(other) = by_symbol.insert(symbol, key) {
             tcx.dcx().emit_err(errors::OffloadKernelSymbolClash {
                 first: other.text(),
@@ -687,17 +719,19 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
     if kernels.is_empty() && (defines_kernels || builds_artifact) {
         tcx.dcx().emit_warn(errors::OffloadNoLaunches { path: path.to_string() });
     }
-    let mut kernels: Vec<(String, LaunchKey, (String, BTreeSet<String>, Vec<(u64, u64)>))> =
+    report_crates_without_host_metadata(tcx, path);
+    let mut kernels: Vec<(String, LaunchKey, (String, BTreeSet<String>, Vec<(u64, u64)>, String))> =
         kernels.into_iter().map(|(key, record)| (key.text(), key, record)).collect();
     kernels.sort();
     let kernels: Vec<Value> = kernels
         .into_iter()
-        .map(|(text, key, (symbol, launched_by, layouts))| match key {
+        .map(|(text, key, (symbol, launched_by, layouts, definition))| match key {
             LaunchKey::Identity(identity) => json!({
                 "kernel": text,
                 "item": path_json(&identity.item),
                 "args": args_json(&identity.args),
                 "symbol": symbol,
+                "definition": definition,
                 "params": layouts_json(&layouts),
                 "launched_by": launched_by,
             }),
@@ -735,6 +769,37 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
             error: error.to_string(),
         });
     }
+}
+
+/// Warns about the crates of this graph that did not go through the host metadata pass
+/// (`offload_host_metadata_pass`): the kernels their code launches are missing from the
+/// manifest at `path`, and the host would launch kernels that the image lacks. Left out: the
+/// crates of the sysroot (the standard library, which launches nothing and which no user
+/// rebuilds for the pass) and proc-macro crates (they run in the compiler, never on a device,
+/// and cargo does not give them `RUSTFLAGS` when it builds for a `--target`).
+fn report_crates_without_host_metadata(tcx: TyCtxt<'_>, path: &str) {
+    let sysroot_lib = &tcx.sess.target_tlib_path.dir;
+    let mut missing: Vec<String> = tcx
+        .crates(())
+        .iter()
+        .copied()
+        .filter(|&cnum| {
+            !tcx.offload_host_metadata_pass(cnum)
+                && tcx.crate_dep_kind(cnum) != rustc_session::cstore::CrateDepKind::MacrosOnly
+                && !tcx.used_crate_source(cnum).paths().any(|p| p.starts_with(sysroot_lib))
+        })
+        .map(|cnum| format!("`{}`", tcx.crate_name(cnum)))
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    missing.sort();
+    missing.dedup();
+    tcx.dcx().emit_warn(errors::OffloadCratesWithoutHostMetadata {
+        path: path.to_string(),
+        count: missing.len(),
+        crates: missing.join(", "),
+    });
 }
 
 /// Where the manifest of `-Zoffload=HostMetadata=<path>` may be written: `path` itself, or the
@@ -798,6 +863,8 @@ struct ReadKernel {
     symbol: String,
     /// Size and ABI alignment in bytes of each parameter, as the host laid it out.
     params: Vec<(u64, u64)>,
+    /// The definition fingerprint of a kernel named by identity (None for a declared kernel).
+    definition: Option<String>,
 }
 
 /// A manifest as the device pass reads it.
@@ -867,14 +934,19 @@ fn read_manifest(tcx: TyCtxt<'_>, path: &str) -> ReadManifest {
             }
         };
         let params = k.get("params").and_then(layouts_from);
+        let definition = k.get("definition").and_then(Value::as_str).map(str::to_string);
         let (Some(text), Some(key), Some(symbol), Some(params)) = (text, key, symbol, params) else {
             corrupt(dcx, path, "a kernel entry is incomplete");
         };
+        if matches!(key, LaunchKey::Identity(_)) && definition.is_none() {
+            corrupt(dcx, path, "a kernel entry is incomplete");
+        }
         kernels.push(ReadKernel {
             text: text.to_string(),
             key,
             symbol: symbol.to_string(),
             params,
+            definition,
         });
     }
     ReadManifest { krate: krate.to_string(), graph, kernels }
@@ -906,7 +978,6 @@ fn layouts_agree<'tcx>(
     kernel: &ReadKernel,
     instance: Instance<'tcx>,
 ) -> bool {
-    let Some(device) = param_layouts(tcx, instance) else { return true };
     let mismatch = |what: String| {
         tcx.dcx().emit_err(errors::OffloadKernelLayoutMismatch {
             path: path.to_string(),
@@ -914,6 +985,9 @@ fn layouts_agree<'tcx>(
             what,
         });
         false
+    };
+    let Some(device) = param_layouts(tcx, instance) else {
+        return mismatch("a parameter type has no layout on this target".to_string());
     };
     if device.len() != kernel.params.len() {
         return mismatch(format!(
@@ -995,6 +1069,19 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
     let this_crate = tcx.crate_name(LOCAL_CRATE).to_string();
     if this_crate != manifest.krate {
         if manifest.graph.contains(&this_crate) {
+            // A crate that builds a final artifact is no crate's dependency, so the crate that
+            // builds the image is not part of this build: it would end with no image (and
+            // leave an older `host.out` in place).
+            if let Some(artifact) =
+                tcx.crate_types().iter().find(|t| !matches!(t, CrateType::Rlib | CrateType::Dylib))
+            {
+                tcx.dcx().emit_fatal(errors::OffloadManifestRootNotBuilt {
+                    path: path.to_string(),
+                    manifest_crate: manifest.krate,
+                    this_crate,
+                    crate_type: artifact.to_string(),
+                });
+            }
             // A dependency of the crate that builds the device image: the image instantiates
             // what it needs of this crate itself.
             return Vec::new();
@@ -1046,11 +1133,26 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
             }
         };
         let Some(def_id) = identity.item.resolve(tcx) else {
-            stale("no such item in this crate graph");
+            if identity.item.krate(tcx).is_none() && !identity.item.crates_named(tcx).is_empty() {
+                stale(&format!(
+                    "no crate `{}` of this crate graph has the root source that the host metadata \
+                     pass saw (it changed, or the graph holds another version of the crate)",
+                    identity.item.krate
+                ));
+            } else {
+                stale("no such item in this crate graph");
+            }
             continue;
         };
         if !is_kernel(tcx, def_id) {
             stale("the item is no longer a `#[rustc_offload_kernel]` function");
+            continue;
+        }
+        if kernel.definition.as_deref() != Some(definition_fingerprint(tcx, def_id).as_str()) {
+            stale(
+                "its definition is not the one the host metadata pass recorded (its source file \
+                 changed, or its path now names another item)",
+            );
             continue;
         }
         if !kernel_mir_available(tcx, path, kernel, def_id) || !check_kernel_signature(tcx, def_id)

@@ -60,7 +60,7 @@ fn main() {
     refused(&mut device("kernel.rs", "corrupted.json"), "its `magic` field is missing or not `rustc-offload-manifest`");
 
     // B3: another format version, another compiler.
-    rfs::write("v1.json", good.replace("\"format_version\": 3", "\"format_version\": 1"));
+    rfs::write("v1.json", good.replace("\"format_version\": 4", "\"format_version\": 1"));
     refused(&mut device("kernel.rs", "v1.json"), "was written by another compiler or format (format 1");
     let commit = good.split("\"rustc_commit\": \"").nth(1).unwrap().split('"').next().unwrap();
     rfs::write("other-rustc.json", good.replace(commit, "0000000000000000000000000000000000000000"));
@@ -80,6 +80,17 @@ fn main() {
     let mut kind = device("kind.rs", "kind.json");
     kind.cfg("lifetime");
     refused(&mut kind, "the offload manifest `kind.json` is stale: kernel `kind::k::<kind::W<u32>>`");
+
+    // A stale manifest whose ADT argument no longer satisfies the ADT's bounds: refused before
+    // the type is built.
+    host("bound.rs").arg("-Zoffload=HostMetadata=bound.json").run();
+    let mut bound = device("bound.rs", "bound.json");
+    bound.cfg("stricter");
+    refused(
+        &mut bound,
+        "the offload manifest `bound.json` is stale: kernel `bound::k::<bound::W<u32>>`: a generic \
+         argument names a type that no longer exists or no longer has that shape",
+    );
 
     // B4: the kernel was renamed since the host metadata pass.
     let mut stale = device("kernel.rs", "good.json");

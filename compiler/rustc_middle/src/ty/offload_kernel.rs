@@ -7,12 +7,13 @@
 //! indices, and `StableCrateId` (hence every `DefPathHash`) depends on `-C metadata`, which
 //! cargo sets per target. So a kernel instance is identified by what does not change:
 //!
-//! - its item, as a [`ItemPath`]: the crate's *name* and the item's disambiguated def path
-//!   (each component's `DefPathData` kind, name and disambiguator). The device pass recomputes
-//!   the `DefPathHash` from it under the `StableCrateId` of its own session
-//!   ([`ItemPath::resolve`]), which finds the same item as long as the item's def path is the
-//!   same on both targets (it is, unless `cfg` removes a same-named sibling that shifts a
-//!   disambiguator; the device pass then reports the kernel as missing instead of guessing);
+//! - its item, as a [`ItemPath`]: the crate's *name* and [source fingerprint](crate_source)
+//!   and the item's disambiguated def path (each component's `DefPathData` kind, name and
+//!   disambiguator). The device pass recomputes the `DefPathHash` from it under the
+//!   `StableCrateId` of its own session ([`ItemPath::resolve`]), which finds the same item as
+//!   long as the item's def path is the same on both targets (it is, unless `cfg` removes a
+//!   same-named sibling that shifts a disambiguator; the device pass's manifest check of the
+//!   kernel's definition then reports the kernel as stale instead of taking another item);
 //! - its generic arguments, as [`KernelTy`] trees: primitives, references, raw pointers,
 //!   arrays, slices, tuples, and ADTs named by `ItemPath`. Lifetimes are erased. Other kinds
 //!   (const generics, closures, `dyn`) are refused with a diagnostic by the callers.
@@ -21,13 +22,31 @@
 //! `StableCrateId`, so the device pass defines and the host pass launches the same name even
 //! when the two passes see different `-C metadata`:
 //! `_offload_kernel_<item name>_<16 hex digits>`, the digits being the 64-bit `StableHasher`
-//! hash of the identity's [`Display`](fmt::Display) text. `StableHasher` is the compiler's
-//! platform-independent hasher, so the host and the GPU target compute the same digits.
+//! hash of the identity's [`Display`](fmt::Display) text followed by the source fingerprint of
+//! every crate it names. `StableHasher` is the compiler's platform-independent hasher, so the
+//! host and the GPU target compute the same digits; two versions of one crate in one graph
+//! give their kernels two symbols.
+//!
+//! # Which crate
+//!
+//! A graph may hold two crates of one name (two versions of a package, under renamed
+//! dependencies), so the name alone does not say which crate a path belongs to. The obvious
+//! tie-breakers do not survive the change of target: the `StableCrateId` hashes `-C metadata`,
+//! and cargo's `-C metadata` hashes the target and the flags. What both passes share is the
+//! source they compile, so a crate is also named by its [source fingerprint](crate_source): the
+//! content hash of its crate root file (`SourceFile::src_hash`, which rustc computes for every
+//! file it reads and keeps in crate metadata, so it is known for upstream crates too). It is
+//! independent of the target, of `-C metadata` and of where the source lives; it differs
+//! between two versions of a crate unless their crate root files are identical (the kernel's
+//! definition fingerprint, in the manifest, then still tells their kernels apart unless those
+//! are identical too). `core` built by `-Zbuild-std` for the device and the sysroot's `core`
+//! of the host share it, as they come from the same source.
 
 use std::fmt;
 
 use rustc_data_structures::stable_hasher::StableHasher;
 use rustc_hashes::Hash64;
+use rustc_hir::def::DefKind;
 use rustc_hir::def_id::{CrateNum, DefId, LOCAL_CRATE};
 use rustc_hir::definitions::{DefKey, DefPathData, DisambiguatedDefPathData};
 use rustc_span::Symbol;
@@ -43,11 +62,27 @@ pub struct PathComponent {
     pub disambiguator: u32,
 }
 
-/// An item, named by its crate's name and its disambiguated def path.
+/// An item, named by its crate's name and source fingerprint and its disambiguated def path.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ItemPath {
     pub krate: String,
+    /// The crate's [`crate_source`] fingerprint: 16 hex digits.
+    pub crate_source: String,
     pub components: Vec<PathComponent>,
+}
+
+/// The source fingerprint of crate `cnum`, as 16 hex digits: the 64-bit `StableHasher` hash of
+/// the content hash (`SourceFile::src_hash`, its algorithm and bytes) of the crate's root file.
+/// The same for the crate's compilations for every target and every `-C metadata` (see the
+/// module documentation, "Which crate").
+pub fn crate_source(tcx: TyCtxt<'_>, cnum: CrateNum) -> String {
+    let root = tcx.def_span(cnum.as_def_id());
+    let file = tcx.sess.source_map().lookup_source_file(root.lo());
+    let mut hasher = StableHasher::new();
+    std::hash::Hash::hash(&format!("{:?}", file.src_hash.kind), &mut hasher);
+    std::hash::Hash::hash(file.src_hash.hash_bytes(), &mut hasher);
+    let hash: Hash64 = hasher.finish();
+    format!("{:016x}", hash.as_u64())
 }
 
 /// A generic argument of a kernel instance, as a target-independent tree.
@@ -142,33 +177,43 @@ impl ItemPath {
                 disambiguator: d.disambiguator,
             })
             .collect();
-        ItemPath { krate: tcx.crate_name(def_id.krate).to_string(), components }
+        ItemPath {
+            krate: tcx.crate_name(def_id.krate).to_string(),
+            crate_source: crate_source(tcx, def_id.krate),
+            components,
+        }
     }
 
     /// The crates of this session named `self.krate` (more than one where a graph links two
-    /// versions of one crate).
-    pub fn crates<'tcx>(&self, tcx: TyCtxt<'tcx>) -> Vec<CrateNum> {
+    /// versions of one crate), whatever their source.
+    pub fn crates_named<'tcx>(&self, tcx: TyCtxt<'tcx>) -> Vec<CrateNum> {
         std::iter::once(LOCAL_CRATE)
             .chain(tcx.crates(()).iter().copied())
             .filter(|&cnum| tcx.crate_name(cnum).as_str() == self.krate)
             .collect()
     }
 
+    /// The crate of this session that this path names: named `self.krate`, with the source
+    /// fingerprint `self.crate_source`.
+    pub fn krate<'tcx>(&self, tcx: TyCtxt<'tcx>) -> Option<CrateNum> {
+        self.crates_named(tcx).into_iter().find(|&cnum| crate_source(tcx, cnum) == self.crate_source)
+    }
+
     /// The item of this session with this path: the `DefPathHash` is recomputed under the
-    /// `StableCrateId` of each crate of that name. None when no crate of that name has it.
+    /// `StableCrateId` of [its crate](Self::krate). None when that crate does not exist or has
+    /// no such item.
     pub fn resolve(&self, tcx: TyCtxt<'_>) -> Option<DefId> {
         let data: Vec<DisambiguatedDefPathData> = self
             .components
             .iter()
             .map(|c| Some(DisambiguatedDefPathData { data: c.def_path_data()?, disambiguator: c.disambiguator }))
             .collect::<Option<_>>()?;
-        self.crates(tcx).into_iter().find_map(|cnum| {
-            let mut hash = tcx.def_path_hash(cnum.as_def_id());
-            for d in &data {
-                hash = DefKey { parent: None, disambiguated_data: d.clone() }.compute_stable_hash(hash);
-            }
-            tcx.def_path_hash_to_def_id(hash)
-        })
+        let cnum = self.krate(tcx)?;
+        let mut hash = tcx.def_path_hash(cnum.as_def_id());
+        for d in &data {
+            hash = DefKey { parent: None, disambiguated_data: d.clone() }.compute_stable_hash(hash);
+        }
+        tcx.def_path_hash_to_def_id(hash)
     }
 }
 
@@ -206,8 +251,13 @@ impl KernelTy {
         })
     }
 
-    /// The type of this session that this identity names; None when an ADT does not resolve.
+    /// The type of this session that this identity names; None when it names none. Each part
+    /// is checked against this session before the type that holds it is built, so a stale tree
+    /// never reaches a query as an ill-formed type: an ADT must resolve to a struct, enum or
+    /// union whose generic parameters take arguments of these kinds and this number, and whose
+    /// bounds these arguments satisfy; the element of an array or slice must be `Sized`.
     pub fn to_ty<'tcx>(&self, tcx: TyCtxt<'tcx>) -> Option<Ty<'tcx>> {
+        let sized = |ty: Ty<'tcx>| ty.is_sized(tcx, ty::TypingEnv::fully_monomorphized());
         Some(match self {
             KernelTy::Bool => tcx.types.bool,
             KernelTy::Char => tcx.types.char,
@@ -234,14 +284,17 @@ impl KernelTy {
             },
             KernelTy::Adt(path, args) => {
                 let def_id = path.resolve(tcx)?;
-                if !matches!(tcx.def_kind(def_id), rustc_hir::def::DefKind::Struct | rustc_hir::def::DefKind::Enum | rustc_hir::def::DefKind::Union) {
+                if !matches!(tcx.def_kind(def_id), DefKind::Struct | DefKind::Enum | DefKind::Union) {
                     return None;
                 }
                 let args = args_to_ty(tcx, args)?;
                 // The kinds as well as the count: a stale manifest may name a type where the
                 // ADT now has a lifetime parameter, and such an ADT type breaks every query
-                // that looks at it (the device pass must report the manifest as stale).
-                if !tcx.check_args_compatible(def_id, args) {
+                // that looks at it (the device pass must report the manifest as stale). The
+                // bounds too (`Sized` among them): layout and codegen assume them.
+                if !tcx.check_args_compatible(def_id, args)
+                    || tcx.instantiate_and_check_impossible_predicates((def_id, args))
+                {
                     return None;
                 }
                 Ty::new_adt(tcx, tcx.adt_def(def_id), args)
@@ -257,13 +310,57 @@ impl KernelTy {
                 ty.to_ty(tcx)?,
                 if *mutable { ty::Mutability::Mut } else { ty::Mutability::Not },
             ),
-            KernelTy::Array(ty, len) => Ty::new_array(tcx, ty.to_ty(tcx)?, *len),
-            KernelTy::Slice(ty) => Ty::new_slice(tcx, ty.to_ty(tcx)?),
+            KernelTy::Array(ty, len) => {
+                let element = ty.to_ty(tcx)?;
+                if !sized(element) {
+                    return None;
+                }
+                Ty::new_array(tcx, element, *len)
+            }
+            KernelTy::Slice(ty) => {
+                let element = ty.to_ty(tcx)?;
+                if !sized(element) {
+                    return None;
+                }
+                Ty::new_slice(tcx, element)
+            }
             KernelTy::Tuple(tys) => {
                 let tys: Vec<Ty<'tcx>> = tys.iter().map(|t| t.to_ty(tcx)).collect::<Option<_>>()?;
+                // Every field but the last of a tuple is `Sized`.
+                if tys.iter().rev().skip(1).any(|&t| !sized(t)) {
+                    return None;
+                }
                 Ty::new_tup(tcx, &tys)
             }
         })
+    }
+
+    /// Every item path in this tree, in pre-order.
+    fn item_paths<'a>(&'a self, out: &mut Vec<&'a ItemPath>) {
+        match self {
+            KernelTy::Adt(path, args) => {
+                out.push(path);
+                args_item_paths(args, out);
+            }
+            KernelTy::Ref { ty, .. }
+            | KernelTy::Ptr { ty, .. }
+            | KernelTy::Array(ty, _)
+            | KernelTy::Slice(ty) => ty.item_paths(out),
+            KernelTy::Tuple(tys) => tys.iter().for_each(|t| t.item_paths(out)),
+            KernelTy::Bool
+            | KernelTy::Char
+            | KernelTy::Str
+            | KernelTy::Never
+            | KernelTy::Number(_) => {}
+        }
+    }
+}
+
+fn args_item_paths<'a>(args: &'a [KernelArg], out: &mut Vec<&'a ItemPath>) {
+    for arg in args {
+        if let KernelArg::Type(ty) = arg {
+            ty.item_paths(out);
+        }
     }
 }
 
@@ -388,11 +485,18 @@ impl fmt::Display for KernelIdentity {
 }
 
 /// The symbol of the kernel instance with this identity:
-/// `_offload_kernel_<item name>_<StableHasher hash of the identity text, 16 hex digits>`.
-/// Only ASCII letters, digits and `_`, which every GPU assembler accepts.
+/// `_offload_kernel_<item name>_<16 hex digits>`, the 64-bit `StableHasher` hash of the
+/// identity text followed by the source fingerprint of each crate it names (the kernel's, then
+/// those of the ADTs in its arguments, in pre-order). Only ASCII letters, digits and `_`, which
+/// every GPU assembler accepts.
 pub fn identity_symbol(identity: &KernelIdentity) -> String {
     let mut hasher = StableHasher::new();
     std::hash::Hash::hash(identity.to_string().as_str(), &mut hasher);
+    let mut paths = vec![&identity.item];
+    args_item_paths(&identity.args, &mut paths);
+    for path in paths {
+        std::hash::Hash::hash(path.crate_source.as_str(), &mut hasher);
+    }
     let hash: Hash64 = hasher.finish();
     let name: String = identity
         .item

@@ -598,8 +598,9 @@ fn root_manifests(artifacts: &[Value], ws: &Workspace, dir: &Path) -> Vec<PathBu
 }
 
 /// The union of the root manifests, as the manifest of [`IMAGE_CRATE`]: every kernel instance
-/// once (by its instance text), with the union of its launching crates, and the union of the
-/// crate graphs. Identity fields must agree: they come from one compiler.
+/// once (by its symbol, which tells apart the same path in two versions of one crate; by its
+/// instance text where it has none), with the union of its launching crates, and the union of
+/// the crate graphs. Identity fields must agree: they come from one compiler.
 fn merge_manifests(paths: &[PathBuf]) -> Result<Value> {
     let mut kernels: BTreeMap<String, Value> = BTreeMap::new();
     let mut graph: BTreeSet<String> = BTreeSet::from([IMAGE_CRATE.to_string()]);
@@ -617,7 +618,11 @@ fn merge_manifests(paths: &[PathBuf]) -> Result<Value> {
         }
         graph.extend(m["crate_graph"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string));
         for kernel in m["kernels"].as_array().into_iter().flatten() {
-            let key = kernel["kernel"].as_str().unwrap_or_default().to_string();
+            let key = kernel["symbol"]
+                .as_str()
+                .or(kernel["kernel"].as_str())
+                .unwrap_or_default()
+                .to_string();
             let entry = kernels.entry(key).or_insert_with(|| kernel.clone());
             let mut by: BTreeSet<String> =
                 entry["launched_by"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect();
@@ -860,14 +865,30 @@ mod tests {
             fs::write(&path, m.to_string()).unwrap();
             path
         };
-        let a = write("a.json", "app", json!([{"kernel": "kern::k", "launched_by": ["kern"]}]));
-        let b = write("b.json", "tool", json!([{"kernel": "kern::k", "launched_by": ["tool"]}, {"kernel": "kern::j", "launched_by": ["tool"]}]));
+        let a = write("a.json", "app", json!([{"kernel": "kern::k", "symbol": "s_k", "launched_by": ["kern"]}]));
+        // `tool` also launches `k` of another version of `kern`: the same text, another symbol.
+        let b = write(
+            "b.json",
+            "tool",
+            json!([
+                {"kernel": "kern::k", "symbol": "s_k", "launched_by": ["tool"]},
+                {"kernel": "kern::j", "symbol": "s_j", "launched_by": ["tool"]},
+                {"kernel": "kern::k", "symbol": "s_k2", "launched_by": ["tool"]},
+            ]),
+        );
         let merged = merge_manifests(&[a.clone(), b]).ok().unwrap();
         assert_eq!(merged["crate"], IMAGE_CRATE);
         assert_eq!(merged["crate_graph"], json!(["app", "core", "kern", IMAGE_CRATE, "tool"]));
         let kernels: Vec<(&str, Value)> =
             merged["kernels"].as_array().unwrap().iter().map(|k| (k["kernel"].as_str().unwrap(), k["launched_by"].clone())).collect();
-        assert_eq!(kernels, vec![("kern::j", json!(["tool"])), ("kern::k", json!(["kern", "tool"]))]);
+        assert_eq!(
+            kernels,
+            vec![
+                ("kern::j", json!(["tool"])),
+                ("kern::k", json!(["kern", "tool"])),
+                ("kern::k", json!(["tool"])),
+            ]
+        );
         let other = dir.join("other.json");
         fs::write(&other, fs::read_to_string(&a).unwrap().replace("\"c\"", "\"d\"")).unwrap();
         assert!(matches!(merge_manifests(&[a, other]), Err(Failure(m, 1)) if m.contains("another compiler")));

@@ -10,6 +10,10 @@
 //! ```
 //!
 //! Exit status 1, with one line on stderr, when the file is missing or is not a manifest.
+//!
+//! `offload-manifest fuzz ...` runs mutated manifests through the device pass (see [`fuzz`]).
+
+mod fuzz;
 
 use std::process::ExitCode;
 
@@ -48,6 +52,17 @@ fn dump(text: &str) -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("fuzz") {
+        return match fuzz::main(&args[2..]) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("error: offload-manifest fuzz: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let Some(path) = std::env::args().nth(1) else {
         eprintln!("usage: offload-manifest PATH");
         return ExitCode::from(2);

@@ -46,6 +46,11 @@ verbs:
   gpu-check        a bundle (gpu-check/ in the checkout, at most 64 MiB) that runs the bundled
                    example, built with cargo offload for sm_90, on an NVIDIA GPU machine without
                    our sysroot: the executable, its trixie libraries and loader (xz), run.sh
+  fuzz [--seed S] [--first N] [--count N]
+                   mutated offload manifests (structure-aware, seeded; 10,000 by default)
+                   through the device pass of a small crate: fails on any ICE, panic, crash,
+                   hang, refusal that does not name the manifest, or success without an image
+                   (`./x.py test` runs 200 of them)
   prepare          download, sysroot, extract and materialize only
   help, --help     this text
 
@@ -67,6 +72,7 @@ fn main() -> ExitCode {
         "prepare" => commands::prepare(&project, &cache).map(|()| ExitCode::SUCCESS),
         "build" => commands::build(&project, &cache).map(|()| ExitCode::SUCCESS),
         "test" => commands::test(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
+        "fuzz" => commands::fuzz(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
         "job" => offload_x::job::run(&project, &cache).map(|()| ExitCode::SUCCESS),
         "gpu-check" => offload_x::gpu_check::run(&project, &cache).map(|_| ExitCode::SUCCESS),
         "bench" => offload_x::bench::run(&project, &cache, args).map(|()| ExitCode::SUCCESS),

@@ -1,0 +1,319 @@
+//! Kernel identity and stale inputs across the offload passes:
+//! - two versions of one crate in one graph (renamed dependencies), each launching its own
+//!   `fill`: two kernels, two symbols, and the image runs each version's body;
+//! - a `cfg` that shifts a disambiguator, so that the recorded path names another kernel of the
+//!   same text on the GPU: stale, never the other kernel;
+//! - a kernel edited after the host metadata pass: stale;
+//! - the manifest path stays out of the crate hash (SVH): the same rmeta, byte for byte, for
+//!   two manifest paths, in the host metadata pass and in the device pass;
+//! - a dependency compiled without the host metadata pass is named;
+//! - a device pass whose crate is in the manifest's graph but builds a final artifact (so no
+//!   crate of the build makes the image) is an error;
+//! - stock rustc (rustup 1.95.0, bootstrap's stage 0) and the fork refuse each other's crate
+//!   metadata: the fork's crate root is not upstream's layout.
+
+//@ needs-offload
+//@ needs-llvm-components: amdgpu
+//@ only-x86_64
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use run_make_support::serde_json::{self, Value};
+use run_make_support::{Rustc, cmd, cwd, rfs, source_root};
+
+#[path = "../offload-manifest/helpers.rs"]
+mod helpers;
+use helpers::{
+    exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc,
+    vendor_check,
+};
+
+const TARGET: &str = "amdgcn-amd-amdhsa";
+
+fn host(input: &str) -> Rustc {
+    let mut r = rustc();
+    r.input(input).crate_type("lib").edition("2024");
+    r
+}
+
+fn device(input: &str, manifest: &Path) -> Rustc {
+    let mut r = rustc();
+    r.input(input)
+        .crate_type("lib")
+        .edition("2024")
+        .target(TARGET)
+        .sysroot(gpu_sysroot())
+        .target_cpu("gfx90a")
+        .opt_level("3")
+        .arg(format!("-Zoffload=Device={}", manifest.display()));
+    r
+}
+
+/// Runs `r`, which must fail with each of `expected` in its stderr and no ICE.
+fn refused(r: &mut Rustc, expected: &[&str]) {
+    let out = r.run_fail();
+    for e in expected {
+        out.assert_stderr_contains(e);
+    }
+    out.assert_stderr_not_contains("internal compiler error");
+    out.assert_stderr_not_contains("panicked");
+}
+
+fn main() {
+    two_versions_of_one_crate();
+    shifted_disambiguator();
+    edited_kernel();
+    manifest_path_out_of_the_crate_hash();
+    stock_and_fork_refuse_each_other();
+}
+
+/// `kern` 1 and `kern` 2, compiled with other `-C metadata` on the host and on the GPU, both
+/// launched by `app`.
+fn two_versions_of_one_crate() {
+    let manifest = cwd().join("versions.json");
+    let flag = format!("-Zoffload=HostMetadata={}", manifest.display());
+    for v in ["1", "2"] {
+        let out = cwd().join(format!("meta/v{v}"));
+        rfs::create_dir_all(&out);
+        host(&format!("kern_v{v}/lib.rs"))
+            .crate_name("kern")
+            .metadata(&format!("host-v{v}"))
+            .emit("metadata")
+            .out_dir(&out)
+            .arg(&flag)
+            .run();
+    }
+    let app_host = |flag: &str| {
+        let mut r = host("app.rs");
+        r.crate_name("app")
+            .extern_("kern1", cwd().join("meta/v1/libkern.rmeta"))
+            .extern_("kern2", cwd().join("meta/v2/libkern.rmeta"))
+            .emit("metadata")
+            .out_dir(cwd().join("meta"))
+            .arg(flag);
+        r.run()
+    };
+    let out = app_host(&flag);
+    out.assert_stderr_not_contains("did not go through the offload host metadata pass");
+    let json: Value = serde_json::from_str(&rfs::read_to_string(&manifest)).unwrap();
+    let kernels = json["kernels"].as_array().unwrap();
+    let texts: Vec<&str> = kernels.iter().map(|k| k["kernel"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["kern::fill", "kern::fill"], "one kernel per version of `kern`");
+    let sources: BTreeSet<&str> =
+        kernels.iter().map(|k| k["item"]["crate_source"].as_str().unwrap()).collect();
+    assert_eq!(sources.len(), 2, "the two versions have one source fingerprint: {sources:?}");
+    let symbols = manifest_symbols(&json);
+    assert_eq!(symbols.len(), 2, "the two versions' kernels share a symbol");
+
+    // A dependency compiled without the host metadata pass is named.
+    let unflagged = cwd().join("meta/unflagged");
+    rfs::create_dir_all(&unflagged);
+    host("kern_v2/lib.rs").crate_name("kern").emit("metadata").out_dir(&unflagged).run();
+    let mut r = host("app.rs");
+    r.crate_name("app")
+        .extern_("kern1", cwd().join("meta/v1/libkern.rmeta"))
+        .extern_("kern2", unflagged.join("libkern.rmeta"))
+        .emit("metadata")
+        .out_dir(cwd().join("meta/unflagged-app"))
+        .arg(format!("-Zoffload=HostMetadata={}", cwd().join("unflagged.json").display()));
+    let out = r.run();
+    out.assert_stderr_contains(
+        "the crate `kern` did not go through the offload host metadata pass: the offload manifest",
+    );
+    // The standard library never went through the pass and is not named.
+    out.assert_stderr_not_contains("`core`");
+    out.assert_stderr_not_contains("`compiler_builtins`");
+
+    // Device pass, with other `-C metadata` than the host's: the image defines both kernels,
+    // each with its own version's body.
+    for v in ["1", "2"] {
+        let out = cwd().join(format!("device/v{v}"));
+        rfs::create_dir_all(&out);
+        device(&format!("kern_v{v}/lib.rs"), &manifest)
+            .crate_name("kern")
+            .metadata(&format!("device-v{v}"))
+            .out_dir(&out)
+            .run();
+        assert!(!out.join("host.out").exists(), "kern {v} wrote a device image");
+    }
+    let app_out = cwd().join("device/app");
+    rfs::create_dir_all(&app_out);
+    device("app.rs", &manifest)
+        .crate_name("app")
+        .extern_("kern1", cwd().join("device/v1/libkern.rlib"))
+        .extern_("kern2", cwd().join("device/v2/libkern.rlib"))
+        .out_dir(&app_out)
+        .run();
+    let image = app_out.join("host.out");
+    let ir = image_ir(&image, TARGET);
+    assert_eq!(exported_functions(&ir), symbols);
+    // Each kernel stores its own version's value (1111 or 2222): one of each.
+    let stored: BTreeSet<&str> = kernels
+        .iter()
+        .map(|k| {
+            let symbol = k["symbol"].as_str().unwrap();
+            let body = ir.split(&format!("@{symbol}(")).nth(1).unwrap().split("\n}").next().unwrap();
+            match (body.contains("1111"), body.contains("2222")) {
+                (true, false) => "1111",
+                (false, true) => "2222",
+                _ => panic!("kernel {symbol} does not store exactly one version's value:\n{body}"),
+            }
+        })
+        .collect();
+    assert_eq!(stored, BTreeSet::from(["1111", "2222"]), "one version's body is missing:\n{ir}");
+    assert_eq!(vendor_check(&image, TARGET).kernels, symbols);
+
+    // Host pass: `app` launches both symbols.
+    for v in ["1", "2"] {
+        let out = cwd().join(format!("host/v{v}"));
+        rfs::create_dir_all(&out);
+        host(&format!("kern_v{v}/lib.rs")).crate_name("kern").metadata(&format!("hp-v{v}")).out_dir(&out).run();
+    }
+    let host_out = cwd().join("host/app");
+    rfs::create_dir_all(&host_out);
+    host("app.rs")
+        .crate_name("app")
+        .extern_("kern1", cwd().join("host/v1/libkern.rlib"))
+        .extern_("kern2", cwd().join("host/v2/libkern.rlib"))
+        .opt_level("3")
+        .codegen_units(1)
+        .arg("-Clto=fat")
+        .arg(format!("-Zoffload=Host={}", image.display()))
+        .out_dir(&host_out)
+        .run();
+    assert_eq!(offload_entries(&host_out.join("host.o")), symbols, "the host's launches");
+
+    // A crate of the manifest's graph that builds a final artifact: no crate of this build
+    // makes `app`'s image.
+    let staticlib = cwd().join("device/staticlib");
+    rfs::create_dir_all(&staticlib);
+    refused(
+        device("tool.rs", &manifest).crate_name("kern").crate_type("staticlib").out_dir(&staticlib),
+        &["is for the device image of the crate `app`, which this build does not compile: `kern` is a staticlib"],
+    );
+    assert!(!staticlib.join("host.out").exists());
+}
+
+/// A host-only anonymous `const` block shifts the disambiguators of the kernels' blocks.
+fn shifted_disambiguator() {
+    let manifest = cwd().join("shift.json");
+    host("shift.rs").arg(format!("-Zoffload=HostMetadata={}", manifest.display())).run();
+    let json: Value = serde_json::from_str(&rfs::read_to_string(&manifest)).unwrap();
+    assert_eq!(json["kernels"][0]["kernel"], "shift::_#1::fill");
+    let out = cwd().join("shift-device");
+    rfs::create_dir_all(&out);
+    refused(
+        device("shift.rs", &manifest).out_dir(&out),
+        &[
+            "shift.json` is stale: kernel `shift::_#1::fill`: its definition is not the one the \
+             host metadata pass recorded",
+        ],
+    );
+    assert!(!out.join("host.out").exists(), "an image with the other kernel was written");
+}
+
+/// The kernel's file changes (one character of its body) after the host metadata pass; then,
+/// instead, the crate root file does.
+fn edited_kernel() {
+    let manifest = cwd().join("edit.json");
+    host("edit.rs").arg(format!("-Zoffload=HostMetadata={}", manifest.display())).run();
+    let out = cwd().join("edit-device");
+    rfs::create_dir_all(&out);
+    // Unchanged, the manifest builds the image.
+    device("edit.rs", &manifest).out_dir(&out).run();
+    assert!(out.join("host.out").exists());
+    rfs::remove_file(out.join("host.out"));
+    let kernels = rfs::read_to_string("edit_kernels.rs");
+    assert!(kernels.contains("*v *= 2.0;"));
+    rfs::write("edit_kernels.rs", kernels.replace("*v *= 2.0;", "*v *= 3.0;"));
+    refused(
+        device("edit.rs", &manifest).out_dir(&out),
+        &[
+            "edit.json` is stale: kernel `edit::kernels::scale`: its definition is not the one the \
+             host metadata pass recorded",
+        ],
+    );
+    rfs::write("edit_kernels.rs", kernels);
+    let root = rfs::read_to_string("edit.rs");
+    rfs::write("edit.rs", format!("{root}\n// edited\n"));
+    refused(
+        device("edit.rs", &manifest).out_dir(&out),
+        &[
+            "edit.json` is stale: kernel `edit::kernels::scale`: no crate `edit` of this crate \
+             graph has the root source that the host metadata pass saw",
+        ],
+    );
+    rfs::write("edit.rs", root);
+    assert!(!out.join("host.out").exists(), "a stale manifest built an image");
+}
+
+/// The same crate with its manifest in two folders: the same crate metadata, byte for byte.
+fn manifest_path_out_of_the_crate_hash() {
+    let rmeta = |dir: &str, flag: &str| {
+        let out = cwd().join(dir);
+        rfs::create_dir_all(&out);
+        let manifest = out.join("m.json");
+        let mut r = if flag == "HostMetadata" {
+            host("edit.rs")
+        } else {
+            rfs::copy(cwd().join("edit.json"), &manifest);
+            device("edit.rs", &manifest)
+        };
+        r.crate_name("edit")
+            .metadata("same")
+            .emit("metadata")
+            .out_dir(&out)
+            .arg(format!("-Zoffload={flag}={}", manifest.display()))
+            .run();
+        rfs::read(out.join("libedit.rmeta"))
+    };
+    assert!(
+        rmeta("svh/a", "HostMetadata") == rmeta("svh/elsewhere/b", "HostMetadata"),
+        "host metadata pass: the manifest path changes the crate metadata"
+    );
+    assert!(
+        rmeta("svh/c", "Device") == rmeta("svh/elsewhere/d", "Device"),
+        "device pass: the manifest path changes the crate metadata"
+    );
+}
+
+/// Bootstrap's stage-0 rustc (rustup 1.95.0, the stock compiler of the same upstream commit):
+/// the `rustc = "..."` line of the tree's `bootstrap.toml`.
+fn stock_rustc() -> String {
+    let config = rfs::read_to_string(source_root().join("bootstrap.toml"));
+    let line = config.lines().find(|l| l.trim_start().starts_with("rustc =")).expect("no stage-0 rustc");
+    line.split('"').nth(1).unwrap().to_string()
+}
+
+/// What either compiler says of the other's crate: the metadata header's version differs
+/// (`METADATA_VERSION` is 11 in the fork, 10 upstream), so neither reads the crate root.
+const STOCK_FORK_REFUSAL: &str = "found crate `plain` compiled by an incompatible version of rustc";
+
+/// Each compiler builds `plain`; the other compiler's `user` must refuse it with a clear error
+/// rather than misread the crate root.
+fn stock_and_fork_refuse_each_other() {
+    for (maker, reader) in [("stock", "fork"), ("fork", "stock")] {
+        let dir = cwd().join(format!("{maker}-made"));
+        rfs::create_dir_all(&dir);
+        let compiler = |who: &str| if who == "stock" { cmd(stock_rustc()) } else { cmd(env_rustc()) };
+        compiler(maker)
+            .args(["plain.rs", "--crate-type", "rlib", "--edition", "2024", "--out-dir"])
+            .arg(&dir)
+            .run();
+        let out = compiler(reader)
+            .args(["user.rs", "--crate-type", "rlib", "--edition", "2024", "--out-dir"])
+            .arg(&dir)
+            .arg("--extern")
+            .arg(format!("plain={}", dir.join("libplain.rlib").display()))
+            .run_fail();
+        out.assert_stderr_contains(STOCK_FORK_REFUSAL);
+        out.assert_stderr_not_contains("internal compiler error");
+        out.assert_stderr_not_contains("panicked");
+    }
+}
+
+/// The stage-1 rustc under test.
+fn env_rustc() -> String {
+    run_make_support::env_var("RUSTC")
+}
