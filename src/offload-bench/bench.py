@@ -39,8 +39,19 @@ medians, the ratios stock/ours, base/ours and ours/floor, peak memory, and what 
 bitcode defines in the first run (functions, bytes, and functions that no kernel reaches, from
 the IR's call graph), summed over the crates of the build.
 
+Kernel quality (`quality.csv`, columns `target, kernel, metric, base, ours`): each kernel of the
+example and of the suite (without unrelated functions), as base and ours built it in the first
+run, compiled by the GPU vendors' tools as the offload runtime would: nvptx `llc -mcpu=sm_90
+-O3` then `ptxas -arch=sm_90 -v` (registers, spill bytes stores plus loads, stack frame
+bytes); amdgcn `llc -mcpu=gfx90a -O3` (VGPRs, SGPRs, scratch bytes, and the number of ISA
+instructions of the kernel's body). Kernels are matched by item and generic arguments (ours:
+the manifest's instance text; base: the kernel's name, where `axpy_f32` stands for
+`axpy::<f32>`, see `suite.rs`). Base's root module calls what `core` defines in another module
+(an external call the tools cannot see into); ours is the whole image.
+
 Writes `results.json` (everything, per run), `results.csv` (medians), `scaling.csv`,
-`table.md` (the README table) and `results.png` (matplotlib, if installed) into `--results`.
+`quality.csv`, `table.md` (the README table) and `results.png` (matplotlib, if installed) into
+`--results`.
 `--from-json results.json` redoes the reports from a previous run's data.
 """
 
@@ -99,6 +110,75 @@ def vendor_check(bc, target, cuda_bin, scratch):
             lines = (r.stderr or r.stdout or "no output").strip().splitlines()
             return f"{os.path.basename(step[0])}: {lines[0] if lines else r.returncode}"
     return None
+
+
+QUALITY_ROOTS = ["offload_example", "suite_0"]
+KERNEL_SYMBOL = re.compile(r"^_offload_kernel_(\w+)_[0-9a-f]{16}$")
+BASE_INSTANCE = re.compile(r"^(axpy|scale)_(f32|f64|i32|u32)$")
+
+
+def kernel_label(symbol, manifest_text=None):
+    """The item name and generic arguments of a kernel: `fir`, `axpy::<f32>`. Ours: from the
+    manifest's instance text (`suite::axpy::<f32>`); base: from the symbol's item name, where the
+    suite's non-generic stand-ins `axpy_f32` name `axpy::<f32>`."""
+    if manifest_text:
+        path, sep, args = manifest_text.partition("::<")
+        return path.rsplit("::", 1)[-1] + (f"::<{args}" if sep else "")
+    m = KERNEL_SYMBOL.match(symbol)
+    name = m.group(1) if m else symbol
+    inst = BASE_INSTANCE.match(name)
+    return f"{inst.group(1)}::<{inst.group(2)}>" if inst else name
+
+
+def nvptx_quality(bc, cuda_bin, scratch):
+    """{entry symbol: {metric: value}} from `llc -mcpu=sm_90 -O3` and `ptxas -arch=sm_90 -v`."""
+    ptx, cubin = os.path.join(scratch, "q.ptx"), os.path.join(scratch, "q.cubin")
+    subprocess.run(["llc", "-mcpu=sm_90", "-O3", bc, "-o", ptx], check=True)
+    r = subprocess.run([os.path.join(cuda_bin, "ptxas"), "-arch=sm_90", "-O3", "-v", "-c", ptx, "-o", cubin],
+                       capture_output=True, text=True, check=True)
+    out, current, entries = {}, None, set()
+    for line in (r.stderr + r.stdout).splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            entries.add(m.group(1))
+        m = re.search(r"Function properties for (\S+)", line)
+        if m:
+            current = m.group(1)
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and current:
+            out.setdefault(current, {}).update(stack_bytes=int(m.group(1)),
+                                               spill_bytes=int(m.group(2)) + int(m.group(3)))
+        m = re.search(r"Used (\d+) registers", line)
+        if m and current:
+            out.setdefault(current, {})["registers"] = int(m.group(1))
+    return {k: v for k, v in out.items() if k in entries}
+
+
+def amdgcn_quality(bc, scratch):
+    """{kernel symbol: {metric: value}} from `llc -mcpu=gfx90a -O3`'s assembly: the kernel info
+    LLVM prints after each kernel (VGPRs, SGPRs, scratch bytes), and the instructions of its
+    body (lines that are neither labels, directives nor comments)."""
+    asm = os.path.join(scratch, "q.s")
+    subprocess.run(["llc", "-mcpu=gfx90a", "-O3", "--amdhsa-code-object-version=5", bc, "-o", asm], check=True)
+    out, current, in_body = {}, None, False
+    with open(asm) as f:
+        for line in f:
+            m = re.match(r"^([\w.$]+):", line)
+            if m and not line.startswith("."):
+                current, in_body = m.group(1), True
+                out.setdefault(current, dict(instructions=0))
+                continue
+            if in_body and (line.startswith("\t.section") or line.startswith(".Lfunc_end")):
+                in_body = False
+            if in_body and re.match(r"^\t[a-z_][a-z0-9_]*\b", line):
+                out[current]["instructions"] += 1
+            for key, metric in (("TotalNumSgprs", "sgprs"), ("NumVgprs", "vgprs"), ("ScratchSize", "scratch_bytes")):
+                m = re.match(rf"^; {key}: (\d+)", line)
+                if m and current:
+                    out[current][metric] = int(m.group(1))
+    # Kernels: functions with a kernel info block.
+    return {k: v for k, v in out.items() if "vgprs" in v}
 
 
 DEFINE = re.compile(r'^define [^@]*@("[^"]+"|[-\w.$]+)\(')
@@ -419,10 +499,56 @@ class Bench:
         host = {c: self.measure("x86_64-unknown-linux-gnu", "host-metadata", [c], "seconds") for c in ROOTS}
         return rows, scaling, host
 
+    def quality(self):
+        """Rows `target, kernel, metric, base, ours` for each kernel of the quality roots that
+        both modes built (see the module documentation); empty when the first run's images are
+        gone."""
+        rows = []
+        for target in self.args.targets:
+            for root in QUALITY_ROOTS:
+                by_mode = {}
+                for mode in ("base", "ours"):
+                    images = os.path.join(self.work, "images", target, mode)
+                    image = os.path.join(images, f"{root}.host.out")
+                    if not os.path.exists(image):
+                        break
+                    bc = image_bitcode(image, target, images)
+                    if target.startswith("nvptx"):
+                        if not self.args.cuda_bin:
+                            break
+                        metrics = nvptx_quality(bc, self.args.cuda_bin, images)
+                    else:
+                        metrics = amdgcn_quality(bc, images)
+                    texts = {}
+                    if mode == "ours":
+                        with open(os.path.join(self.manifests, f"{root}.json")) as f:
+                            texts = {k["symbol"]: k["kernel"] for k in json.load(f)["kernels"]}
+                    by_mode[mode] = {kernel_label(sym, texts.get(sym)): m for sym, m in metrics.items()}
+                if len(by_mode) != 2:
+                    continue
+                for kernel in sorted(set(by_mode["base"]) & set(by_mode["ours"])):
+                    base, ours = by_mode["base"][kernel], by_mode["ours"][kernel]
+                    for metric in sorted(set(base) & set(ours)):
+                        rows.append(dict(target=target, kernel=f"{root}::{kernel}", metric=metric,
+                                         base=base[metric], ours=ours[metric]))
+        return rows
+
     def write(self):
         rows, scaling, host = self.summary()
         out = self.args.results
         os.makedirs(out, exist_ok=True)
+        quality = self.quality()
+        if quality:
+            with open(os.path.join(out, "quality.csv"), "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=["target", "kernel", "metric", "base", "ours"])
+                w.writeheader()
+                w.writerows(quality)
+            worse = [q for q in quality if q["ours"] > q["base"]]
+            log(f"kernel quality: {len(quality)} rows, {len({(q['target'], q['kernel']) for q in quality})} "
+                f"kernels, ours worse than base in {len(worse)}: "
+                + ", ".join(f"{q['target'].split('-')[0]} {q['kernel']} {q['metric']} {q['base']}->{q['ours']}"
+                            for q in worse))
+        self.quality_rows = quality
         meta = getattr(self, "meta", None) or dict(
             date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             runs=self.args.runs, cpus=os.cpu_count(),
@@ -464,7 +590,8 @@ class Bench:
             "(a) is `core` and `compiler_builtins`; (b) and (c) add the root crate. stock = rustup 1.95.0 "
             "(its own PGO-built LLVM) without `-Zoffload`, which it lacks; base = ours (stage 1, Debian's "
             "LLVM 22) with bare `-Zoffload=Device`; ours = `-Zoffload=Device=<manifest>`, which builds no "
-            "code for `core` (metadata with every function's MIR, optimized at `-Zmir-opt-level=1`; what "
+            "code for `core` (metadata with every function's MIR, optimized at `-Zmir-opt-level=1`, which "
+            "the crates that the manifest names, here the root, are spared; what "
             "the kernels reach is codegened in the root crate), so (a) is not the same work for ours; "
             "floor = ours with `--emit=metadata`. "
             "stock and base build the suite with `--cfg offload_base` (its four launched generic "
@@ -505,6 +632,23 @@ class Bench:
         lines += ["", "Host metadata pass (`cargo check`, host target, per root crate; ours needs it once per "
                   "change of the host code, not per device target): "
                   + ", ".join(f"{k} {fmt(v)} s" for k, v in host.items()), ""]
+        quality = getattr(self, "quality_rows", [])
+        if quality:
+            lines += ["Kernel quality, first run (`quality.csv`: the example's and the suite's kernels through the "
+                      "vendors' tools; nvptx: `ptxas -v` registers, spill and stack bytes; amdgcn: VGPRs, SGPRs, "
+                      "scratch bytes, ISA instructions), rows where ours is below / equal to / above base:", ""]
+            for target in self.args.targets:
+                rows_t = [q for q in quality if q["target"] == target]
+                if not rows_t:
+                    continue
+                kernels = len({q["kernel"] for q in rows_t})
+                below = sum(q["ours"] < q["base"] for q in rows_t)
+                equal = sum(q["ours"] == q["base"] for q in rows_t)
+                above = [q for q in rows_t if q["ours"] > q["base"]]
+                lines.append(f"- {target}: {kernels} kernels, {len(rows_t)} rows: {below} / {equal} / {len(above)}"
+                             + ("" if not above else " (" + ", ".join(
+                                 f"{q['kernel']} {q['metric']} {q['base']} -> {q['ours']}" for q in above) + ")"))
+            lines.append("")
         return "\n".join(lines)
 
     def plot(self, rows, scaling, path):

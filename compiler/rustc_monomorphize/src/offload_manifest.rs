@@ -552,22 +552,27 @@ fn args_from(v: &Value) -> Option<Vec<KernelArg>> {
 pub(crate) fn provide(providers: &mut Providers) {
     providers.queries.offload_launches = local_offload_launches;
     providers.queries.offload_host_metadata_pass = |tcx, LocalCrate| host_metadata_path(tcx).is_some();
+    providers.queries.offload_crate_source =
+        rustc_middle::ty::offload_kernel::offload_crate_source_provider;
 }
 
 /// The fingerprint of the definition of `def_id`, as 16 hex digits: the `StableHasher` hash
-/// (folded to 64 bits) of the content hash (`SourceFile::src_hash`) of the file that holds the item's
-/// definition span and of that span's byte range in the file (for an item that a macro
-/// expands, the outermost call site's). It is the same on every target (the passes read the
-/// same file) and changes when the file is edited, or when the item's path names another item
-/// of the same text (a `cfg` that shifts a disambiguator).
-pub fn definition_fingerprint(tcx: TyCtxt<'_>, def_id: DefId) -> String {
-    let span = tcx.def_span(def_id).source_callsite();
-    let file = tcx.sess.source_map().lookup_source_file(span.lo());
+/// (a `Fingerprint` folded to 64 bits) of, for the item's definition span and for the
+/// outermost call site of the macro that expands it (the same span for an item written out),
+/// the content hash (`SourceFile::src_hash`) of the file that holds the span and the span's
+/// byte range in it. It is the same on every target (the passes read the same files) and
+/// changes when such a file is edited, or when the item's path names another item of the same
+/// text (a `cfg` that shifts a disambiguator). Computed by the two passes themselves, never
+/// cached by incremental compilation.
+pub(crate) fn definition_fingerprint(tcx: TyCtxt<'_>, def_id: DefId) -> String {
+    let span = tcx.def_span(def_id);
     let mut hasher = StableHasher::new();
-    std::hash::Hash::hash(&format!("{:?}", file.src_hash.kind), &mut hasher);
-    std::hash::Hash::hash(file.src_hash.hash_bytes(), &mut hasher);
-    std::hash::Hash::hash(&file.relative_position(span.lo()).0, &mut hasher);
-    std::hash::Hash::hash(&file.relative_position(span.hi()).0, &mut hasher);
+    for span in [span, span.source_callsite()] {
+        let file = tcx.sess.source_map().lookup_source_file(span.lo());
+        std::hash::Hash::hash(file.src_hash.hash_bytes(), &mut hasher);
+        std::hash::Hash::hash(&file.relative_position(span.lo()).0, &mut hasher);
+        std::hash::Hash::hash(&file.relative_position(span.hi()).0, &mut hasher);
+    }
     let hash: Fingerprint = hasher.finish();
     format!("{:016x}", hash.to_smaller_hash().as_u64())
 }
@@ -697,6 +702,19 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
         .collect();
     graph.sort();
     graph.dedup();
+    // Two crates of one name with byte-identical root files have one identity: their kernels
+    // (and the ADTs in kernel arguments) cannot be told apart.
+    for key in kernels.keys() {
+        if let LaunchKey::Identity(identity) = key
+            && let Some(path) =
+                identity.item_paths().into_iter().find(|p| p.source_crates(tcx).len() > 1)
+        {
+            tcx.dcx().emit_err(errors::OffloadCrateSourceAmbiguous {
+                kernel: key.text(),
+                krate: path.krate.clone(),
+            });
+        }
+    }
     // Two instances whose identity text coincides (`mod m { fn k }` and `fn m() { fn k }`)
     // would share one symbol, and the device image would hold only one of them.
     let mut by_symbol: BTreeMap<&str, &LaunchKey> = BTreeMap::new();
@@ -772,13 +790,15 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
 }
 
 /// Warns about the crates of this graph that did not go through the host metadata pass
-/// (`offload_host_metadata_pass`): the kernels their code launches are missing from the
-/// manifest at `path`, and the host would launch kernels that the image lacks. Left out: the
+/// (`offload_host_metadata_pass`): the kernels their code launches, if any, are missing from
+/// the manifest at `path`, and the host would launch kernels that the image lacks. Left out: the
 /// crates of the sysroot (the standard library, which launches nothing and which no user
 /// rebuilds for the pass) and proc-macro crates (they run in the compiler, never on a device,
 /// and cargo does not give them `RUSTFLAGS` when it builds for a `--target`).
 fn report_crates_without_host_metadata(tcx: TyCtxt<'_>, path: &str) {
-    let sysroot_lib = &tcx.sess.target_tlib_path.dir;
+    // The crate locator canonicalizes the paths of the crates it loads.
+    let sysroot_lib = std::fs::canonicalize(&tcx.sess.target_tlib_path.dir)
+        .unwrap_or_else(|_| tcx.sess.target_tlib_path.dir.clone());
     let mut missing: Vec<String> = tcx
         .crates(())
         .iter()
@@ -786,7 +806,7 @@ fn report_crates_without_host_metadata(tcx: TyCtxt<'_>, path: &str) {
         .filter(|&cnum| {
             !tcx.offload_host_metadata_pass(cnum)
                 && tcx.crate_dep_kind(cnum) != rustc_session::cstore::CrateDepKind::MacrosOnly
-                && !tcx.used_crate_source(cnum).paths().any(|p| p.starts_with(sysroot_lib))
+                && !tcx.used_crate_source(cnum).paths().any(|p| p.starts_with(&sysroot_lib))
         })
         .map(|cnum| format!("`{}`", tcx.crate_name(cnum)))
         .collect();
@@ -1069,11 +1089,13 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
     let this_crate = tcx.crate_name(LOCAL_CRATE).to_string();
     if this_crate != manifest.krate {
         if manifest.graph.contains(&this_crate) {
-            // A crate that builds a final artifact is no crate's dependency, so the crate that
-            // builds the image is not part of this build: it would end with no image (and
-            // leave an older `host.out` in place).
-            if let Some(artifact) =
-                tcx.crate_types().iter().find(|t| !matches!(t, CrateType::Rlib | CrateType::Dylib))
+            // A crate that builds only final artifacts is no crate's dependency, so the crate
+            // that builds the image is not part of this build: it would end with no image (and
+            // leave an older `host.out` in place). A library that also builds an rlib or a
+            // dylib (`crate-type = ["rlib", "cdylib"]`) can be a dependency.
+            let types = tcx.crate_types();
+            if !types.iter().any(|t| matches!(t, CrateType::Rlib | CrateType::Dylib))
+                && let Some(artifact) = types.first()
             {
                 tcx.dcx().emit_fatal(errors::OffloadManifestRootNotBuilt {
                     path: path.to_string(),
@@ -1132,8 +1154,15 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
                 continue;
             }
         };
+        if let Some(path) = identity.item_paths().into_iter().find(|p| p.source_crates(tcx).len() > 1) {
+            tcx.dcx().emit_err(errors::OffloadCrateSourceAmbiguous {
+                kernel: kernel.text.clone(),
+                krate: path.krate.clone(),
+            });
+            continue;
+        }
         let Some(def_id) = identity.item.resolve(tcx) else {
-            if identity.item.krate(tcx).is_none() && !identity.item.crates_named(tcx).is_empty() {
+            if identity.item.source_crates(tcx).is_empty() && !identity.item.crates_named(tcx).is_empty() {
                 stale(&format!(
                     "no crate `{}` of this crate graph has the root source that the host metadata \
                      pass saw (it changed, or the graph holds another version of the crate)",
@@ -1180,20 +1209,6 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
         };
         if !MonoItem::Fn(instance).is_instantiable(tcx) {
             stale("its generic arguments no longer satisfy the item's bounds");
-            continue;
-        }
-        // The kernel's own arguments are checked above; the types inside them too.
-        let nested_ok = args.iter().flat_map(|arg| arg.walk()).all(|arg| {
-            match arg.as_type().map(|t| *t.kind()) {
-                Some(ty::Adt(adt, adt_args)) => {
-                    tcx.check_args_compatible(adt.did(), adt_args)
-                        && !tcx.instantiate_and_check_impossible_predicates((adt.did(), adt_args))
-                }
-                _ => true,
-            }
-        });
-        if !nested_ok {
-            stale("a type in its generic arguments no longer has that shape or those bounds");
             continue;
         }
         if tcx.symbol_name(instance).name != kernel.symbol {

@@ -57,14 +57,23 @@ fn main() {
     dep_device_pass(&manifest, &device_dir).run();
     assert!(!device_dir.join("host.out").exists(), "a dependency wrote a device image");
 
-    // The MIR the device pass encodes for the root is optimized as an unoptimized build's
-    // (`-Zmir-opt-level=1`: no GVN), unless `-Zmir-opt-level` is given (then GVN runs, and its
-    // MIR dumps show that the dump is where this looks).
-    for (level, gvn_expected) in [(None, false), (Some("2"), true)] {
-        let name = level.unwrap_or("default");
+    // The MIR that the device pass encodes is fully optimized (GVN runs) in the crates that the
+    // manifest names, the image's and the kernels' (`dep` defines `dep::fill`); a crate that
+    // only lends functions gets the MIR optimizations of an unoptimized build
+    // (`-Zmir-opt-level=1`: no GVN), unless `-Zmir-opt-level` is given. (`lender` is `dep.rs`
+    // under another crate name, compiled to metadata only, as its device pass would refuse a
+    // crate outside the manifest's graph at codegen. The GVN dumps show that the dump is where
+    // this looks.)
+    for (krate, level, gvn_expected) in
+        [("dep", None, true), ("lender", None, false), ("lender", Some("2"), true)]
+    {
+        let name = format!("{krate}-{}", level.unwrap_or("default"));
         let dump = cwd().join(format!("mir-{name}"));
         let mut dep = dep_device_pass(&manifest, &cwd().join(format!("out-{name}")));
-        dep.arg("-Zdump-mir=GVN").arg(format!("-Zdump-mir-dir={}", dump.display()));
+        dep.crate_name(krate).arg("-Zdump-mir=GVN").arg(format!("-Zdump-mir-dir={}", dump.display()));
+        if krate == "lender" {
+            dep.emit("metadata");
+        }
         if let Some(level) = level {
             dep.arg(format!("-Zmir-opt-level={level}"));
         }
@@ -77,11 +86,7 @@ fn main() {
                     .count()
             })
             .unwrap_or(0);
-        assert_eq!(
-            gvn_dumps > 0,
-            gvn_expected,
-            "-Zmir-opt-level {name}: {gvn_dumps} GVN dumps of the dependency's MIR"
-        );
+        assert_eq!(gvn_dumps > 0, gvn_expected, "{name}: {gvn_dumps} GVN dumps of the crate's MIR");
     }
     rustc()
         .input("root.rs")

@@ -7,8 +7,13 @@
 //! - the manifest path stays out of the crate hash (SVH): the same rmeta, byte for byte, for
 //!   two manifest paths, in the host metadata pass and in the device pass;
 //! - a dependency compiled without the host metadata pass is named;
-//! - a device pass whose crate is in the manifest's graph but builds a final artifact (so no
-//!   crate of the build makes the image) is an error;
+//! - two crates of one name with byte-identical root files, whose kernels nothing tells
+//!   apart: refused;
+//! - after a change of a crate's root file that leaves its HIR alone, an incremental build
+//!   launches the new symbol (the source fingerprint is not cached);
+//! - a device pass whose crate is in the manifest's graph but builds only a final artifact (so
+//!   no crate of the build makes the image) is an error; a library that also builds an rlib is
+//!   not;
 //! - stock rustc (rustup 1.95.0, bootstrap's stage 0) and the fork refuse each other's crate
 //!   metadata: the fork's crate root is not upstream's layout.
 
@@ -38,15 +43,22 @@ fn host(input: &str) -> Rustc {
 }
 
 fn device(input: &str, manifest: &Path) -> Rustc {
+    let mut r = device_without_crate_type(TARGET, input, manifest);
+    r.crate_type("lib");
+    r
+}
+
+fn device_without_crate_type(target: &str, input: &str, manifest: &Path) -> Rustc {
     let mut r = rustc();
     r.input(input)
-        .crate_type("lib")
         .edition("2024")
-        .target(TARGET)
+        .target(target)
         .sysroot(gpu_sysroot())
-        .target_cpu("gfx90a")
         .opt_level("3")
         .arg(format!("-Zoffload=Device={}", manifest.display()));
+    if target == TARGET {
+        r.target_cpu("gfx90a");
+    }
     r
 }
 
@@ -64,6 +76,7 @@ fn main() {
     two_versions_of_one_crate();
     shifted_disambiguator();
     edited_kernel();
+    incremental_build_sees_the_root_file();
     manifest_path_out_of_the_crate_hash();
     stock_and_fork_refuse_each_other();
 }
@@ -164,6 +177,31 @@ fn two_versions_of_one_crate() {
     assert_eq!(stored, BTreeSet::from(["1111", "2222"]), "one version's body is missing:\n{ir}");
     assert_eq!(vendor_check(&image, TARGET).kernels, symbols);
 
+    // The same on nvptx: its image defines the manifest's symbols, which the host launches.
+    const NVPTX: &str = "nvptx64-nvidia-cuda";
+    for v in ["1", "2"] {
+        let out = cwd().join(format!("nvptx/v{v}"));
+        rfs::create_dir_all(&out);
+        device_without_crate_type(NVPTX, &format!("kern_v{v}/lib.rs"), &manifest)
+            .crate_type("lib")
+            .crate_name("kern")
+            .metadata(&format!("nvptx-v{v}"))
+            .out_dir(&out)
+            .run();
+    }
+    let nvptx_app = cwd().join("nvptx/app");
+    rfs::create_dir_all(&nvptx_app);
+    device_without_crate_type(NVPTX, "app.rs", &manifest)
+        .crate_type("lib")
+        .crate_name("app")
+        .extern_("kern1", cwd().join("nvptx/v1/libkern.rlib"))
+        .extern_("kern2", cwd().join("nvptx/v2/libkern.rlib"))
+        .out_dir(&nvptx_app)
+        .run();
+    let nvptx_image = nvptx_app.join("host.out");
+    assert_eq!(exported_functions(&image_ir(&nvptx_image, NVPTX)), symbols, "nvptx image");
+    assert_eq!(vendor_check(&nvptx_image, NVPTX).kernels, symbols, "nvptx: the vendors' tools' kernels");
+
     // Host pass: `app` launches both symbols.
     for v in ["1", "2"] {
         let out = cwd().join(format!("host/v{v}"));
@@ -184,15 +222,90 @@ fn two_versions_of_one_crate() {
         .run();
     assert_eq!(offload_entries(&host_out.join("host.o")), symbols, "the host's launches");
 
-    // A crate of the manifest's graph that builds a final artifact: no crate of this build
-    // makes `app`'s image.
+    // A crate of the manifest's graph that builds only a final artifact: no crate of this build
+    // makes `app`'s image. A library that also builds an rlib is a dependency, as usual.
     let staticlib = cwd().join("device/staticlib");
     rfs::create_dir_all(&staticlib);
     refused(
-        device("tool.rs", &manifest).crate_name("kern").crate_type("staticlib").out_dir(&staticlib),
-        &["is for the device image of the crate `app`, which this build does not compile: `kern` is a staticlib"],
+        device_without_crate_type(TARGET, "tool.rs", &manifest)
+            .crate_name("kern")
+            .crate_type("staticlib")
+            .out_dir(&staticlib),
+        &[
+            "is for the device image of the crate `app`, which this build does not compile",
+            "`kern` builds only a `staticlib`, which no crate depends on",
+        ],
     );
-    assert!(!staticlib.join("host.out").exists());
+    // (For the CPU device: the GPU targets run LTO on every final artifact, which an rlib
+    // beside it refuses.)
+    rustc()
+        .input("tool.rs")
+        .edition("2024")
+        .crate_name("kern")
+        .crate_type("lib")
+        .crate_type("staticlib")
+        .panic("abort")
+        .out_dir(&staticlib)
+        .arg(format!("-Zoffload=Device={}", manifest.display()))
+        .run();
+    assert!(staticlib.join("libkern.rlib").exists());
+
+    // Two crates `kern` with byte-identical root files (one file, two `-C metadata`): their
+    // kernels have one identity, so the host metadata pass refuses them.
+    for (dir, meta) in [("same1", "a"), ("same2", "b")] {
+        let out = cwd().join("meta").join(dir);
+        rfs::create_dir_all(&out);
+        host("kern_v1/lib.rs")
+            .crate_name("kern")
+            .metadata(meta)
+            .emit("metadata")
+            .out_dir(&out)
+            .arg(format!("-Zoffload=HostMetadata={}", cwd().join("same-kern.json").display()))
+            .run();
+    }
+    let mut same = host("app.rs");
+    same.crate_name("app")
+        .extern_("kern1", cwd().join("meta/same1/libkern.rmeta"))
+        .extern_("kern2", cwd().join("meta/same2/libkern.rmeta"))
+        .emit("metadata")
+        .out_dir(cwd().join("meta/same-app"))
+        .arg(format!("-Zoffload=HostMetadata={}", cwd().join("same.json").display()));
+    refused(
+        &mut same,
+        &["the offload kernel `kern::fill` names the crate `kern`, which this crate graph holds more \
+           than once with byte-identical root files"],
+    );
+}
+
+/// The host pass of `edit`, incremental, before and after an edit of its root file that leaves
+/// the HIR alone (one comment letter's case): the launch's kernel symbol, which hashes the root
+/// file's content, must be the one a fresh build gives, never the cached one.
+fn incremental_build_sees_the_root_file() {
+    let launched = |dir: &str, incremental: bool| -> String {
+        let out = cwd().join(dir);
+        rfs::create_dir_all(&out);
+        let mut r = host("edit.rs");
+        r.crate_name("edit").opt_level("0").codegen_units(1).emit("llvm-ir").out_dir(&out);
+        // `offload` launches need fat LTO, which an rlib does not run (and incremental allows).
+        r.arg("-Clto=fat").arg("-Zoffload=Test");
+        if incremental {
+            r.arg(format!("-Cincremental={}", cwd().join("incremental").display()));
+        }
+        r.run();
+        let ir = rfs::read_to_string(out.join("edit.ll"));
+        let entry = ir.split("@.offloading.entry_name.").nth(1).expect("no offload launch in the host IR");
+        entry.split(' ').next().unwrap().to_string()
+    };
+    let before = launched("incremental-1", true);
+    let root = rfs::read_to_string("edit.rs");
+    let edited = root.replacen("// A kernel, in a module file", "// A KERNEL, in a module file", 1);
+    assert_ne!(edited, root);
+    rfs::write("edit.rs", &edited);
+    let after = launched("incremental-2", true);
+    let fresh = launched("fresh", false);
+    rfs::write("edit.rs", root);
+    assert_ne!(before, after, "the root file changed, the kernel's symbol did not");
+    assert_eq!(after, fresh, "the incremental build launches a stale kernel symbol");
 }
 
 /// A host-only anonymous `const` block shifts the disambiguators of the kernels' blocks.

@@ -1,8 +1,8 @@
 // A final artifact (a `staticlib`) of a crate of `app`'s graph: its device pass makes no image.
+// It is compiled only for device passes (the GPU, and the host CPU as offload's CPU device).
 
 #![no_std]
 
-#[cfg(not(target_arch = "x86_64"))]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
     loop {}

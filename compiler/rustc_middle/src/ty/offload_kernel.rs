@@ -36,11 +36,14 @@
 //! source they compile, so a crate is also named by its [source fingerprint](crate_source): the
 //! content hash of its crate root file (`SourceFile::src_hash`, which rustc computes for every
 //! file it reads and keeps in crate metadata, so it is known for upstream crates too). It is
-//! independent of the target, of `-C metadata` and of where the source lives; it differs
-//! between two versions of a crate unless their crate root files are identical (the kernel's
-//! definition fingerprint, in the manifest, then still tells their kernels apart unless those
-//! are identical too). `core` built by `-Zbuild-std` for the device and the sysroot's `core`
-//! of the host share it, as they come from the same source.
+//! independent of the target, of `-C metadata` and of where the source lives (the host and
+//! the device pass must hash sources with the same algorithm: the default, MD5 on every
+//! target but MSVC's, or the same `-Zsrc-hash-algorithm`); it differs between two versions of
+//! a crate unless their crate root files are identical, a graph that the passes refuse for the
+//! kernels of such a crate ([`ItemPath::source_crates`]). `core` built by `-Zbuild-std` for the
+//! device and the sysroot's `core` of the host share it, as they come from the same source.
+//! Incremental compilation does not track file contents, so the fingerprint is a query that
+//! runs in every session (`offload_crate_source`).
 
 use std::fmt;
 
@@ -71,18 +74,22 @@ pub struct ItemPath {
     pub components: Vec<PathComponent>,
 }
 
-/// The source fingerprint of crate `cnum`, as 16 hex digits: the 64-bit `StableHasher` hash of
-/// the content hash (`SourceFile::src_hash`, its algorithm and bytes) of the crate's root file.
+/// The source fingerprint of crate `cnum`, as 16 hex digits (the `offload_crate_source` query).
 /// The same for the crate's compilations for every target and every `-C metadata` (see the
 /// module documentation, "Which crate").
 pub fn crate_source(tcx: TyCtxt<'_>, cnum: CrateNum) -> String {
+    format!("{:016x}", tcx.offload_crate_source(cnum).as_u64())
+}
+
+/// The provider of the `offload_crate_source` query: the 64-bit `StableHasher` hash of the
+/// content hash (`SourceFile::src_hash`) of crate `cnum`'s root file, the file of the crate
+/// root's span.
+pub fn offload_crate_source_provider(tcx: TyCtxt<'_>, cnum: CrateNum) -> Hash64 {
     let root = tcx.def_span(cnum.as_def_id());
     let file = tcx.sess.source_map().lookup_source_file(root.lo());
     let mut hasher = StableHasher::new();
-    std::hash::Hash::hash(&format!("{:?}", file.src_hash.kind), &mut hasher);
     std::hash::Hash::hash(file.src_hash.hash_bytes(), &mut hasher);
-    let hash: Hash64 = hasher.finish();
-    format!("{:016x}", hash.as_u64())
+    hasher.finish()
 }
 
 /// A generic argument of a kernel instance, as a target-independent tree.
@@ -193,22 +200,27 @@ impl ItemPath {
             .collect()
     }
 
-    /// The crate of this session that this path names: named `self.krate`, with the source
-    /// fingerprint `self.crate_source`.
-    pub fn krate<'tcx>(&self, tcx: TyCtxt<'tcx>) -> Option<CrateNum> {
-        self.crates_named(tcx).into_iter().find(|&cnum| crate_source(tcx, cnum) == self.crate_source)
+    /// The crates of this session that this path's crate name and source fingerprint match:
+    /// one, or none when the crate changed; more than one only where the graph holds two
+    /// crates of one name with byte-identical root files, which nothing tells apart (the
+    /// passes refuse the kernels that name such a crate).
+    pub fn source_crates<'tcx>(&self, tcx: TyCtxt<'tcx>) -> Vec<CrateNum> {
+        self.crates_named(tcx)
+            .into_iter()
+            .filter(|&cnum| crate_source(tcx, cnum) == self.crate_source)
+            .collect()
     }
 
     /// The item of this session with this path: the `DefPathHash` is recomputed under the
-    /// `StableCrateId` of [its crate](Self::krate). None when that crate does not exist or has
-    /// no such item.
+    /// `StableCrateId` of [its crate](Self::source_crates). None when no crate or more than
+    /// one matches, or the crate has no such item.
     pub fn resolve(&self, tcx: TyCtxt<'_>) -> Option<DefId> {
         let data: Vec<DisambiguatedDefPathData> = self
             .components
             .iter()
             .map(|c| Some(DisambiguatedDefPathData { data: c.def_path_data()?, disambiguator: c.disambiguator }))
             .collect::<Option<_>>()?;
-        let cnum = self.krate(tcx)?;
+        let &[cnum] = &self.source_crates(tcx)[..] else { return None };
         let mut hash = tcx.def_path_hash(cnum.as_def_id());
         for d in &data {
             hash = DefKey { parent: None, disambiguated_data: d.clone() }.compute_stable_hash(hash);
@@ -255,7 +267,9 @@ impl KernelTy {
     /// is checked against this session before the type that holds it is built, so a stale tree
     /// never reaches a query as an ill-formed type: an ADT must resolve to a struct, enum or
     /// union whose generic parameters take arguments of these kinds and this number, and whose
-    /// bounds these arguments satisfy; the element of an array or slice must be `Sized`.
+    /// bounds these arguments do not provably violate (`instantiate_and_check_impossible_predicates`;
+    /// an ambiguous bound passes here and is checked again when the kernel instance is
+    /// resolved); the element of an array or slice must be `Sized`.
     pub fn to_ty<'tcx>(&self, tcx: TyCtxt<'tcx>) -> Option<Ty<'tcx>> {
         let sized = |ty: Ty<'tcx>| ty.is_sized(tcx, ty::TypingEnv::fully_monomorphized());
         Some(match self {
@@ -390,6 +404,14 @@ pub fn args_to_ty<'tcx>(tcx: TyCtxt<'tcx>, args: &[KernelArg]) -> Option<ty::Gen
 }
 
 impl KernelIdentity {
+    /// Every item path of this identity: the kernel's, then those of the ADTs in its generic
+    /// arguments, in pre-order.
+    pub fn item_paths(&self) -> Vec<&ItemPath> {
+        let mut paths = vec![&self.item];
+        args_item_paths(&self.args, &mut paths);
+        paths
+    }
+
     /// The identity of `instance`, a monomorphic instance of a `#[rustc_offload_kernel]` item.
     pub fn of<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>) -> Result<KernelIdentity, Unsupported> {
         Ok(KernelIdentity {
@@ -492,9 +514,7 @@ impl fmt::Display for KernelIdentity {
 pub fn identity_symbol(identity: &KernelIdentity) -> String {
     let mut hasher = StableHasher::new();
     std::hash::Hash::hash(identity.to_string().as_str(), &mut hasher);
-    let mut paths = vec![&identity.item];
-    args_item_paths(&identity.args, &mut paths);
-    for path in paths {
+    for path in identity.item_paths() {
         std::hash::Hash::hash(path.crate_source.as_str(), &mut hasher);
     }
     let hash: Hash64 = hasher.finish();
