@@ -113,6 +113,11 @@ def vendor_check(bc, target, cuda_bin, scratch):
 
 
 QUALITY_ROOTS = ["offload_example", "suite_0"]
+
+
+def comparable(q):
+    """Whether a quality row holds two counts (not an expression LLVM could not evaluate)."""
+    return isinstance(q["base"], int) and isinstance(q["ours"], int)
 KERNEL_SYMBOL = re.compile(r"^_offload_kernel_(\w+)_[0-9a-f]{16}$")
 BASE_INSTANCE = re.compile(r"^(axpy|scale)_(f32|f64|i32|u32)$")
 
@@ -121,6 +126,9 @@ def kernel_label(symbol, manifest_text=None):
     """The item name and generic arguments of a kernel: `fir`, `axpy::<f32>`. Ours: from the
     manifest's instance text (`suite::axpy::<f32>`); base: from the symbol's item name, where the
     suite's non-generic stand-ins `axpy_f32` name `axpy::<f32>`."""
+    if manifest_text and manifest_text.startswith("extern "):
+        # A 1.95-style kernel, launched by link name: base defines it under the same name.
+        return manifest_text[len("extern "):]
     if manifest_text:
         path, sep, args = manifest_text.partition("::<")
         return path.rsplit("::", 1)[-1] + (f"::<{args}" if sep else "")
@@ -156,12 +164,15 @@ def nvptx_quality(bc, cuda_bin, scratch):
 
 
 def amdgcn_quality(bc, scratch):
-    """{kernel symbol: {metric: value}} from `llc -mcpu=gfx90a -O3`'s assembly: the kernel info
-    LLVM prints after each kernel (VGPRs, SGPRs, scratch bytes), and the instructions of its
-    body (lines that are neither labels, directives nor comments)."""
+    """{kernel symbol: {metric: value}} from `llc -mcpu=gfx90a -O3`'s assembly: the `; Kernel
+    info:` block LLVM prints after each kernel (VGPRs, SGPRs, scratch bytes; device functions
+    get a `; Function info:` block instead and are left out), and the instructions of its body
+    (lines that are neither labels, directives nor comments). A count that LLVM can only give
+    as an expression (a kernel that calls a function defined elsewhere) is kept as its text,
+    which the comparison reports as not comparable."""
     asm = os.path.join(scratch, "q.s")
     subprocess.run(["llc", "-mcpu=gfx90a", "-O3", "--amdhsa-code-object-version=5", bc, "-o", asm], check=True)
-    out, current, in_body = {}, None, False
+    out, kernels, current, in_body = {}, set(), None, False
     with open(asm) as f:
         for line in f:
             m = re.match(r"^([\w.$]+):", line)
@@ -173,12 +184,14 @@ def amdgcn_quality(bc, scratch):
                 in_body = False
             if in_body and re.match(r"^\t[a-z_][a-z0-9_]*\b", line):
                 out[current]["instructions"] += 1
+            if line.startswith("; Kernel info:") and current:
+                kernels.add(current)
             for key, metric in (("TotalNumSgprs", "sgprs"), ("NumVgprs", "vgprs"), ("ScratchSize", "scratch_bytes")):
-                m = re.match(rf"^; {key}: (\d+)", line)
+                m = re.match(rf"^; {key}: (.+)$", line)
                 if m and current:
-                    out[current][metric] = int(m.group(1))
-    # Kernels: functions with a kernel info block.
-    return {k: v for k, v in out.items() if "vgprs" in v}
+                    value = m.group(1).strip()
+                    out[current][metric] = int(value) if value.isdigit() else value
+    return {k: v for k, v in out.items() if k in kernels}
 
 
 DEFINE = re.compile(r'^define [^@]*@("[^"]+"|[-\w.$]+)\(')
@@ -525,7 +538,12 @@ class Bench:
                             texts = {k["symbol"]: k["kernel"] for k in json.load(f)["kernels"]}
                     by_mode[mode] = {kernel_label(sym, texts.get(sym)): m for sym, m in metrics.items()}
                 if len(by_mode) != 2:
+                    log(f"kernel quality: {target} {root}: no image of base or ours, or no ptxas; left out")
                     continue
+                for mode, other in (("base", "ours"), ("ours", "base")):
+                    missing = sorted(set(by_mode[other]) - set(by_mode[mode]))
+                    if missing:
+                        log(f"kernel quality: {target} {root}: {mode} has no kernel {', '.join(missing)}")
                 for kernel in sorted(set(by_mode["base"]) & set(by_mode["ours"])):
                     base, ours = by_mode["base"][kernel], by_mode["ours"][kernel]
                     for metric in sorted(set(base) & set(ours)):
@@ -537,13 +555,18 @@ class Bench:
         rows, scaling, host = self.summary()
         out = self.args.results
         os.makedirs(out, exist_ok=True)
-        quality = self.quality()
+        try:
+            quality = self.quality()
+        except (OSError, subprocess.CalledProcessError, ValueError, KeyError) as e:
+            # The timing results stay; the quality report says why it is missing.
+            log(f"kernel quality: not measured: {e}")
+            quality = []
         if quality:
             with open(os.path.join(out, "quality.csv"), "w", newline="") as f:
                 w = csv.DictWriter(f, fieldnames=["target", "kernel", "metric", "base", "ours"])
                 w.writeheader()
                 w.writerows(quality)
-            worse = [q for q in quality if q["ours"] > q["base"]]
+            worse = [q for q in quality if comparable(q) and q["ours"] > q["base"]]
             log(f"kernel quality: {len(quality)} rows, {len({(q['target'], q['kernel']) for q in quality})} "
                 f"kernels, ours worse than base in {len(worse)}: "
                 + ", ".join(f"{q['target'].split('-')[0]} {q['kernel']} {q['metric']} {q['base']}->{q['ours']}"
@@ -642,10 +665,13 @@ class Bench:
                 if not rows_t:
                     continue
                 kernels = len({q["kernel"] for q in rows_t})
-                below = sum(q["ours"] < q["base"] for q in rows_t)
-                equal = sum(q["ours"] == q["base"] for q in rows_t)
-                above = [q for q in rows_t if q["ours"] > q["base"]]
+                counted = [q for q in rows_t if comparable(q)]
+                below = sum(q["ours"] < q["base"] for q in counted)
+                equal = sum(q["ours"] == q["base"] for q in counted)
+                above = [q for q in counted if q["ours"] > q["base"]]
+                odd = len(rows_t) - len(counted)
                 lines.append(f"- {target}: {kernels} kernels, {len(rows_t)} rows: {below} / {equal} / {len(above)}"
+                             + (f", {odd} not comparable (a count LLVM gives as an expression)" if odd else "")
                              + ("" if not above else " (" + ", ".join(
                                  f"{q['kernel']} {q['metric']} {q['base']} -> {q['ours']}" for q in above) + ")"))
             lines.append("")

@@ -60,13 +60,16 @@ fn main() {
     // The MIR that the device pass encodes is fully optimized (GVN runs) in the crates that the
     // manifest names, the image's and the kernels' (`dep` defines `dep::fill`); a crate that
     // only lends functions gets the MIR optimizations of an unoptimized build
-    // (`-Zmir-opt-level=1`: no GVN), unless `-Zmir-opt-level` is given. (`lender` is `dep.rs`
+    // (`-Zmir-opt-level=1`: no GVN). `-Zmir-opt-level` given explicitly wins. (`lender` is `dep.rs`
     // under another crate name, compiled to metadata only, as its device pass would refuse a
     // crate outside the manifest's graph at codegen. The GVN dumps show that the dump is where
     // this looks.)
-    for (krate, level, gvn_expected) in
-        [("dep", None, true), ("lender", None, false), ("lender", Some("2"), true)]
-    {
+    for (krate, level, gvn_expected) in [
+        ("dep", None, true),
+        ("dep", Some("1"), false),
+        ("lender", None, false),
+        ("lender", Some("2"), true),
+    ] {
         let name = format!("{krate}-{}", level.unwrap_or("default"));
         let dump = cwd().join(format!("mir-{name}"));
         let mut dep = dep_device_pass(&manifest, &cwd().join(format!("out-{name}")));

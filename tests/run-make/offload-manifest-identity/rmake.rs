@@ -18,7 +18,7 @@
 //!   metadata: the fork's crate root is not upstream's layout.
 
 //@ needs-offload
-//@ needs-llvm-components: amdgpu
+//@ needs-llvm-components: amdgpu nvptx
 //@ only-x86_64
 
 use std::collections::BTreeSet;
