@@ -125,7 +125,7 @@ use rustc_middle::mir::{self, TerminatorKind};
 use rustc_middle::query::LocalCrate;
 use rustc_middle::ty::offload_kernel::{
     ItemPath, KernelArg, KernelIdentity, KernelTy, PathComponent, Unsupported, args_to_ty,
-    crate_source, identity_symbol,
+    identity_symbol,
 };
 use rustc_middle::ty::{self, Instance, InstanceKind, Ty, TyCtxt};
 use rustc_middle::util::Providers;
@@ -1094,14 +1094,16 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
             // leave an older `host.out` in place). A library that also builds an rlib or a
             // dylib (`crate-type = ["rlib", "cdylib"]`) can be a dependency.
             let types = tcx.crate_types();
-            if !types.iter().any(|t| matches!(t, CrateType::Rlib | CrateType::Dylib))
-                && let Some(artifact) = types.first()
-            {
+            if !types.is_empty() && !types.iter().any(|t| matches!(t, CrateType::Rlib | CrateType::Dylib)) {
                 tcx.dcx().emit_fatal(errors::OffloadManifestRootNotBuilt {
                     path: path.to_string(),
                     manifest_crate: manifest.krate,
                     this_crate,
-                    crate_type: artifact.to_string(),
+                    crate_type: types
+                        .iter()
+                        .map(|t| format!("`{t}`"))
+                        .collect::<Vec<_>>()
+                        .join(" and "),
                 });
             }
             // A dependency of the crate that builds the device image: the image instantiates

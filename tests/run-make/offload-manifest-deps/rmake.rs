@@ -63,16 +63,26 @@ fn main() {
     // (`-Zmir-opt-level=1`: no GVN). `-Zmir-opt-level` given explicitly wins. (`lender` is `dep.rs`
     // under another crate name, compiled to metadata only, as its device pass would refuse a
     // crate outside the manifest's graph at codegen. The GVN dumps show that the dump is where
-    // this looks.)
-    for (krate, level, gvn_expected) in [
-        ("dep", None, true),
-        ("dep", Some("1"), false),
-        ("lender", None, false),
-        ("lender", Some("2"), true),
+    // this looks.) A manifest with a 1.95-style kernel, which names it by link name only, so
+    // that any crate may define it, leaves every crate the full optimizations.
+    let mut with_declared = json.clone();
+    with_declared["kernels"].as_array_mut().unwrap().push(serde_json::json!({
+        "kernel": "extern declared", "link_name": "declared", "symbol": "declared",
+        "params": [], "launched_by": ["root"],
+    }));
+    let declared_manifest = cwd().join("declared.json");
+    rfs::write(&declared_manifest, serde_json::to_string_pretty(&with_declared).unwrap());
+    for (krate, level, declared, gvn_expected) in [
+        ("dep", None, false, true),
+        ("dep", Some("1"), false, false),
+        ("lender", None, false, false),
+        ("lender", Some("2"), false, true),
+        ("lender", None, true, true),
     ] {
-        let name = format!("{krate}-{}", level.unwrap_or("default"));
+        let name = format!("{krate}-{}{}", level.unwrap_or("default"), if declared { "-declared" } else { "" });
         let dump = cwd().join(format!("mir-{name}"));
-        let mut dep = dep_device_pass(&manifest, &cwd().join(format!("out-{name}")));
+        let this_manifest = if declared { &declared_manifest } else { &manifest };
+        let mut dep = dep_device_pass(this_manifest, &cwd().join(format!("out-{name}")));
         dep.crate_name(krate).arg("-Zdump-mir=GVN").arg(format!("-Zdump-mir-dir={}", dump.display()));
         if krate == "lender" {
             dep.emit("metadata");

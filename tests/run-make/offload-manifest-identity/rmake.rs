@@ -233,7 +233,7 @@ fn two_versions_of_one_crate() {
             .out_dir(&staticlib),
         &[
             "is for the device image of the crate `app`, which this build does not compile",
-            "`kern` builds only a `staticlib`, which no crate depends on",
+            "`kern` builds only `staticlib`, which no crate depends on",
         ],
     );
     // (For the CPU device: the GPU targets run LTO on every final artifact, which an rlib
