@@ -49,6 +49,13 @@ the manifest's instance text; base: the kernel's name, where `axpy_f32` stands f
 `axpy::<f32>`, see `suite.rs`). Base's root module calls what `core` defines in another module
 (an external call the tools cannot see into); ours is the whole image.
 
+The edit loop: after each cold build of stock, base and ours, one constant of the suite's
+`jacobi2d` kernel is edited (`EDIT`) and the device image rebuilt by a warm `cargo build` (only
+the suite's crate recompiles; `core` is built); ours first reruns the host metadata pass (warm
+`cargo check`, only the edited crate), since the manifest records the kernel's definition. The
+source and the manifest are restored afterwards. Each run also times a plain cold `cargo check`
+of the same crates on the host, against the host metadata pass.
+
 Writes `results.json` (everything, per run), `results.csv` (medians), `scaling.csv`,
 `quality.csv`, `table.md` (the README table) and `results.png` (matplotlib, if installed) into
 `--results`.
@@ -279,6 +286,8 @@ def same_crate(package):
     `-C metadata` (the wrapper drops cargo's), so that only the unrelated functions differ."""
     return ["-Cmetadata=offload-bench-suite"] if package.startswith("suite_") else []
 ROWS = [("(a) core", []), ("(b) example + core", ["offload_example"]), ("(c) suite + core", ["suite_0"])]
+# The edit loop's edit: one constant of the suite's `jacobi2d` kernel, same length.
+EDIT = ("0.25 * (input[i - 1][j]", "0.24 * (input[i - 1][j]")
 
 
 class Bench:
@@ -316,11 +325,14 @@ class Bench:
                 f.write(f'[package]\nname = "{crate}"\nversion = "0.0.0"\nedition = "2024"\n\n'
                         f'[lib]\nname = "{lib}"\npath = "{path}"\ncrate-type = ["rlib"]\n')
 
-    def cargo(self, run_index, target, mode, verb, flags, build_std, images=None, emit_bc=False):
+    def cargo(self, run_index, target, mode, verb, flags, build_std, images=None, emit_bc=False,
+              warm_from=None, label_target=None):
         """One cold `cargo VERB` of the workspace, `-j1` so that compilations do not overlap;
-        records every logged rustc invocation as a sample."""
-        target_dir = os.path.join(self.work, "target", mode)
-        shutil.rmtree(target_dir, ignore_errors=True)
+        records every logged rustc invocation as a sample (under `label_target` if given).
+        With `warm_from`, a warm one in the target folder of that earlier mode instead."""
+        target_dir = os.path.join(self.work, "target", warm_from or mode)
+        if not warm_from:
+            shutil.rmtree(target_dir, ignore_errors=True)
         log_path = os.path.join(self.work, "rustc.log")
         if os.path.exists(log_path):
             os.remove(log_path)
@@ -356,7 +368,8 @@ class Bench:
         with open(log_path) as f:
             for line in f:
                 entry = json.loads(line)
-                self.samples.append(dict(run=run_index, target=target, mode=mode, crate=entry["crate"],
+                self.samples.append(dict(run=run_index, target=label_target or target, mode=mode,
+                                         crate=entry["crate"],
                                          seconds=entry["seconds"], max_rss_kib=entry["max_rss_kib"]))
 
     def device_flags(self, target, mode):
@@ -378,15 +391,48 @@ class Bench:
             flags["*"].append(f"-Zoffload=Device={os.path.join(self.manifests, 'offload_example.json')}")
         return flags
 
+    def host_metadata_flags(self):
+        return {c: ["-Zunstable-options", f"-Zoffload=HostMetadata={os.path.join(self.manifests, c + '.json')}"]
+                + same_crate(c) for c in ROOTS}
+
+    def edit_loop(self, r, target, mode):
+        """The edit loop, after a cold build of `mode`: one kernel of the suite edited
+        (`EDIT`), then a warm rebuild of the device image (`core` is built); for ours, the host
+        metadata pass of the edited crate first, since the manifest records the kernel's
+        definition. Samples `<mode>-edit` (and `host-metadata-edit`, labelled with the device
+        target). The source and the manifest are restored afterwards."""
+        host = "x86_64-unknown-linux-gnu"
+        path = os.path.join(self.ws, "src", "suite_0.rs")
+        with open(path) as f:
+            original = f.read()
+        if EDIT[0] not in original:
+            sys.exit(f"error: [BENCH] the edit loop's kernel line `{EDIT[0]}` is not in {path}")
+        try:
+            with open(path, "w") as f:
+                f.write(original.replace(EDIT[0], EDIT[1], 1))
+            if mode == "ours":
+                self.cargo(r, host, "host-metadata-edit", "check", self.host_metadata_flags(), build_std=False,
+                           warm_from="host-metadata", label_target=target)
+            self.cargo(r, target, f"{mode}-edit", "build", self.device_flags(target, mode), build_std=True,
+                       emit_bc=(mode == "stock"), warm_from=mode)
+        finally:
+            with open(path, "w") as f:
+                f.write(original)
+        if mode == "ours":
+            # The manifest of the unedited source again, for the builds that follow.
+            self.cargo(r, host, "host-metadata-restore", "check", self.host_metadata_flags(), build_std=False,
+                       warm_from="host-metadata")
+
     def run_all(self):
         self.prepare_workspace()
         host = "x86_64-unknown-linux-gnu"
         for r in range(self.args.runs):
             log(f"run {r + 1} of {self.args.runs}")
             # The host metadata pass writes each root's manifest (`cargo check`, as documented).
-            flags = {c: ["-Zunstable-options", f"-Zoffload=HostMetadata={os.path.join(self.manifests, c + '.json')}"]
-                     + same_crate(c) for c in ROOTS}
-            self.cargo(r, host, "host-metadata", "check", flags, build_std=False)
+            self.cargo(r, host, "host-metadata", "check", self.host_metadata_flags(), build_std=False)
+            # The same crates through a plain `cargo check`: what the host metadata pass costs
+            # over what a developer runs anyway.
+            self.cargo(r, host, "check", "check", {c: same_crate(c) for c in ROOTS}, build_std=False)
             for target in self.args.targets:
                 # The order of the modes turns by one each run, so that none is always first.
                 for mode in MODES[r % len(MODES):] + MODES[:r % len(MODES)]:
@@ -398,6 +444,8 @@ class Bench:
                     if images:
                         self.inspect(target, mode, images)
                     log(f"  {target} {mode}: {time.perf_counter() - t0:.1f} s")
+                    if mode != "floor":
+                        self.edit_loop(r, target, mode)
 
     def inspect(self, target, mode, images):
         """What each crate's device code defines (run 0), and what the builds of the table's
@@ -510,6 +558,19 @@ class Bench:
                                         same_bitcode=(img.get("sha256") == img0.get("sha256"))
                                         if img and img0 and img.get("sha256") else None))
         host = {c: self.measure("x86_64-unknown-linux-gnu", "host-metadata", [c], "seconds") for c in ROOTS}
+        check = {c: self.measure("x86_64-unknown-linux-gnu", "check", [c], "seconds") for c in ROOTS}
+        edit = []
+        for target in self.args.targets:
+            row = dict(target=target)
+            for mode in ("stock", "base", "ours", "host-metadata"):
+                key = f"{mode}-edit"
+                crates = sorted({s["crate"] for s in self.samples if s["target"] == target and s["mode"] == key})
+                row[f"{mode}_s"] = self.measure(target, key, crates, "seconds") if crates else None
+                row[f"{mode}_crates"] = " ".join(crates)
+            if row["ours_s"] is not None and row["host-metadata_s"] is not None:
+                row["ours_total_s"] = row["ours_s"] + row["host-metadata_s"]
+            edit.append(row)
+        self.host_check, self.edit_rows = check, edit
         return rows, scaling, host
 
     def quality(self):
@@ -582,6 +643,7 @@ class Bench:
         )
         with open(os.path.join(out, "results.json"), "w") as f:
             json.dump(dict(meta=meta, summary=rows, scaling=scaling, host_metadata_pass_s=host,
+                           plain_check_s=self.host_check, edit_loop=self.edit_rows,
                            images={"|".join(k): v for k, v in self.images.items()}, samples=self.samples),
                       f, indent=1, sort_keys=True)
             f.write("\n")
@@ -613,8 +675,7 @@ class Bench:
             "(a) is `core` and `compiler_builtins`; (b) and (c) add the root crate. stock = rustup 1.95.0 "
             "(its own PGO-built LLVM) without `-Zoffload`, which it lacks; base = ours (stage 1, Debian's "
             "LLVM 22) with bare `-Zoffload=Device`; ours = `-Zoffload=Device=<manifest>`, which builds no "
-            "code for `core` (metadata with every function's MIR, optimized at `-Zmir-opt-level=1`, which "
-            "the crates that the manifest names, here the root, are spared; what "
+            "code for `core` (metadata with every function's optimized MIR; what "
             "the kernels reach is codegened in the root crate), so (a) is not the same work for ours; "
             "floor = ours with `--emit=metadata`. "
             "stock and base build the suite with `--cfg offload_base` (its four launched generic "
@@ -652,9 +713,25 @@ class Bench:
                 b = " | ".join(cell(n, "bytes", "delta_bytes", "{}") for n in SCALING)
                 same = "/".join({True: "yes", False: "no", None: "-"}[pts[n]["same_bitcode"]] for n in SCALING[1:])
                 lines.append(f"| {target} | {mode} | {t} | {fn} | {b} | {same} |")
+        check = getattr(self, "host_check", {})
         lines += ["", "Host metadata pass (`cargo check`, host target, per root crate; ours needs it once per "
-                  "change of the host code, not per device target): "
-                  + ", ".join(f"{k} {fmt(v)} s" for k, v in host.items()), ""]
+                  "change of the host code, not per device target), against a plain `cargo check` of the same "
+                  "crates: " + ", ".join(f"{k} {fmt(v)} s vs {fmt(check.get(k))} s" for k, v in host.items()), ""]
+        edit = getattr(self, "edit_rows", [])
+        if edit:
+            lines += ["Edit loop: one kernel of the suite edited (a constant of `jacobi2d`), then the device "
+                      "image rebuilt with `core` already built (warm `cargo build`, seconds of rustc, median); "
+                      "ours also reruns the host metadata pass of the edited crate, since the manifest records "
+                      "the kernel's definition:", "",
+                      "| target | stock s | base s | ours s (host metadata + device) | stock/ours | base/ours |",
+                      "|---|---|---|---|---|---|"]
+            for e in edit:
+                total = e.get("ours_total_s")
+                ratio = lambda a: fmt(a / total) if a is not None and total else "-"
+                lines.append(f"| {e['target']} | {fmt(e['stock_s'])} | {fmt(e['base_s'])} | {fmt(total)} "
+                             f"({fmt(e['host-metadata_s'])} + {fmt(e['ours_s'])}) | {ratio(e['stock_s'])} "
+                             f"| {ratio(e['base_s'])} |")
+            lines.append("")
         quality = getattr(self, "quality_rows", [])
         if quality:
             lines += ["Kernel quality, first run (`quality.csv`: the example's and the suite's kernels through the "

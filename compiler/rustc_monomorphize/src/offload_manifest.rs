@@ -51,7 +51,7 @@
 //! `StableCrateId`. Each kernel also carries its symbol, which the host metadata pass computed;
 //! the device pass recomputes it and refuses a manifest whose symbols it does not reproduce (a
 //! stale manifest, or another compiler). And each kernel carries the fingerprint of its
-//! definition ([`definition_fingerprint`]: where the item is in which file content), so that a
+//! definition (`offload_kernel::kernel_definition`: where the item is in which file content), so that a
 //! path that now names another item (a `cfg` that shifts a disambiguator) or an edited kernel
 //! is reported as stale, never resolved to another item.
 //!
@@ -111,8 +111,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use rustc_data_structures::fx::FxHashSet;
-use rustc_data_structures::fingerprint::Fingerprint;
-use rustc_data_structures::stable_hasher::StableHasher;
 use rustc_errors::DiagCtxtHandle;
 use rustc_hir::LangItem;
 use rustc_hir::def::DefKind;
@@ -125,7 +123,7 @@ use rustc_middle::mir::{self, TerminatorKind};
 use rustc_middle::query::LocalCrate;
 use rustc_middle::ty::offload_kernel::{
     ItemPath, KernelArg, KernelIdentity, KernelTy, PathComponent, Unsupported, args_to_ty,
-    identity_symbol,
+    identity_symbol, kernel_definition,
 };
 use rustc_middle::ty::{self, Instance, InstanceKind, Ty, TyCtxt};
 use rustc_middle::util::Providers;
@@ -551,30 +549,12 @@ fn args_from(v: &Value) -> Option<Vec<KernelArg>> {
 
 pub(crate) fn provide(providers: &mut Providers) {
     providers.queries.offload_launches = local_offload_launches;
-    providers.queries.offload_host_metadata_pass = |tcx, LocalCrate| host_metadata_path(tcx).is_some();
+    providers.queries.offload_host_metadata_pass =
+        |tcx, LocalCrate| host_metadata_path(tcx).is_some();
     providers.queries.offload_crate_source =
         rustc_middle::ty::offload_kernel::offload_crate_source_provider;
-}
-
-/// The fingerprint of the definition of `def_id`, as 16 hex digits: the `StableHasher` hash
-/// (a `Fingerprint` folded to 64 bits) of, for the item's definition span and for the
-/// outermost call site of the macro that expands it (the same span for an item written out),
-/// the content hash (`SourceFile::src_hash`) of the file that holds the span and the span's
-/// byte range in it. It is the same on every target (the passes read the same files) and
-/// changes when such a file is edited, or when the item's path names another item of the same
-/// text (a `cfg` that shifts a disambiguator). Computed by the two passes themselves, never
-/// cached by incremental compilation.
-pub(crate) fn definition_fingerprint(tcx: TyCtxt<'_>, def_id: DefId) -> String {
-    let span = tcx.def_span(def_id);
-    let mut hasher = StableHasher::new();
-    for span in [span, span.source_callsite()] {
-        let file = tcx.sess.source_map().lookup_source_file(span.lo());
-        std::hash::Hash::hash(file.src_hash.hash_bytes(), &mut hasher);
-        std::hash::Hash::hash(&file.relative_position(span.lo()).0, &mut hasher);
-        std::hash::Hash::hash(&file.relative_position(span.hi()).0, &mut hasher);
-    }
-    let hash: Fingerprint = hasher.finish();
-    format!("{:016x}", hash.to_smaller_hash().as_u64())
+    providers.queries.offload_kernel_definition =
+        rustc_middle::ty::offload_kernel::offload_kernel_definition_provider;
 }
 
 /// The `offload_launches` query for the local crate: empty outside the host metadata pass.
@@ -684,14 +664,16 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
                         if !attrs.flags.contains(CodegenFnAttrFlags::NO_MANGLE)
                             && attrs.symbol_name.is_none() =>
                     {
-                        identity_symbol(identity)
+                        identity_symbol(identity, &kernel_definition(tcx, kernel.def_id()))
                     }
                     _ => tcx.symbol_name(kernel).name.to_string(),
                 };
                 let layouts = param_layouts(tcx, kernel)
-                    .map(|params| params.into_iter().map(|(_, size, align)| (size, align)).collect())
+                    .map(|params| {
+                        params.into_iter().map(|(_, size, align)| (size, align)).collect()
+                    })
                     .unwrap_or_default();
-                (symbol, BTreeSet::new(), layouts, definition_fingerprint(tcx, kernel.def_id()))
+                (symbol, BTreeSet::new(), layouts, kernel_definition(tcx, kernel.def_id()))
             });
             launchers.insert(launcher.clone());
         }
@@ -955,7 +937,8 @@ fn read_manifest(tcx: TyCtxt<'_>, path: &str) -> ReadManifest {
         };
         let params = k.get("params").and_then(layouts_from);
         let definition = k.get("definition").and_then(Value::as_str).map(str::to_string);
-        let (Some(text), Some(key), Some(symbol), Some(params)) = (text, key, symbol, params) else {
+        let (Some(text), Some(key), Some(symbol), Some(params)) = (text, key, symbol, params)
+        else {
             corrupt(dcx, path, "a kernel entry is incomplete");
         };
         if matches!(key, LaunchKey::Identity(_)) && definition.is_none() {
@@ -974,7 +957,10 @@ fn read_manifest(tcx: TyCtxt<'_>, path: &str) -> ReadManifest {
 
 /// Each parameter of `instance` with its size and ABI alignment in bytes, as this session's
 /// target lays it out; `None` where a layout cannot be computed (codegen reports that).
-fn param_layouts<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>) -> Option<Vec<(Ty<'tcx>, u64, u64)>> {
+fn param_layouts<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    instance: Instance<'tcx>,
+) -> Option<Vec<(Ty<'tcx>, u64, u64)>> {
     let typing_env = ty::TypingEnv::fully_monomorphized();
     let sig = tcx.fn_sig(instance.def_id()).instantiate(tcx, instance.args);
     let sig = tcx.instantiate_bound_regions_with_erased(sig);
@@ -1017,7 +1003,9 @@ fn layouts_agree<'tcx>(
         ));
     }
     let names = tcx.fn_arg_idents(instance.def_id());
-    for (i, ((ty, size, align), &(host_size, host_align))) in device.iter().zip(&kernel.params).enumerate() {
+    for (i, ((ty, size, align), &(host_size, host_align))) in
+        device.iter().zip(&kernel.params).enumerate()
+    {
         if (*size, *align) != (host_size, host_align) {
             let name = match names.get(i).copied().flatten() {
                 Some(ident) => format!("`{ident}`: `{ty}`"),
@@ -1033,7 +1021,9 @@ fn layouts_agree<'tcx>(
 }
 
 fn layouts_json(layouts: &[(u64, u64)]) -> Value {
-    Value::Array(layouts.iter().map(|(size, align)| json!({ "size": size, "align": align })).collect())
+    Value::Array(
+        layouts.iter().map(|(size, align)| json!({ "size": size, "align": align })).collect(),
+    )
 }
 
 fn layouts_from(v: &Value) -> Option<Vec<(u64, u64)>> {
@@ -1094,7 +1084,9 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
             // leave an older `host.out` in place). A library that also builds an rlib or a
             // dylib (`crate-type = ["rlib", "cdylib"]`) can be a dependency.
             let types = tcx.crate_types();
-            if !types.is_empty() && !types.iter().any(|t| matches!(t, CrateType::Rlib | CrateType::Dylib)) {
+            if !types.is_empty()
+                && !types.iter().any(|t| matches!(t, CrateType::Rlib | CrateType::Dylib))
+            {
                 tcx.dcx().emit_fatal(errors::OffloadManifestRootNotBuilt {
                     path: path.to_string(),
                     manifest_crate: manifest.krate,
@@ -1156,7 +1148,9 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
                 continue;
             }
         };
-        if let Some(path) = identity.item_paths().into_iter().find(|p| p.source_crates(tcx).len() > 1) {
+        if let Some(path) =
+            identity.item_paths().into_iter().find(|p| p.source_crates(tcx).len() > 1)
+        {
             tcx.dcx().emit_err(errors::OffloadCrateSourceAmbiguous {
                 kernel: kernel.text.clone(),
                 krate: path.krate.clone(),
@@ -1164,7 +1158,9 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
             continue;
         }
         let Some(def_id) = identity.item.resolve(tcx) else {
-            if identity.item.source_crates(tcx).is_empty() && !identity.item.crates_named(tcx).is_empty() {
+            if identity.item.source_crates(tcx).is_empty()
+                && !identity.item.crates_named(tcx).is_empty()
+            {
                 stale(&format!(
                     "no crate `{}` of this crate graph has the root source that the host metadata \
                      pass saw (it changed, or the graph holds another version of the crate)",
@@ -1179,7 +1175,7 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
             stale("the item is no longer a `#[rustc_offload_kernel]` function");
             continue;
         }
-        if kernel.definition.as_deref() != Some(definition_fingerprint(tcx, def_id).as_str()) {
+        if kernel.definition.as_deref() != Some(kernel_definition(tcx, def_id).as_str()) {
             stale(
                 "its definition is not the one the host metadata pass recorded (its source file \
                  changed, or its path now names another item)",

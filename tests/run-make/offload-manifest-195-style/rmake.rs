@@ -3,7 +3,8 @@
 //! unchanged, as a `cdylib` with fat LTO: the host metadata pass records each launch by its
 //! link name (launches from trait methods and from plain functions); the device pass roots
 //! exactly the definitions of those names (the unlaunched one stays out), and the image passes
-//! the GPU vendors' tools with exactly those kernels. The base pipeline (bare
+//! the GPU vendors' tools with exactly those kernels. The host pass accepts the image, and only
+//! warns when an image lacks a declared kernel it launches. The base pipeline (bare
 //! `-Zoffload=Device`) still compiles the same source, and its image holds every definition,
 //! the unlaunched one included.
 
@@ -72,6 +73,52 @@ fn main() {
         assert_eq!(exported_functions(&ir), launched, "{target}: the image's exports");
         assert!(!ir.contains("suite_never_launched"), "{target}: an unlaunched kernel is in the image");
         assert_eq!(vendor_check(&image, target).kernels, launched, "{target}: the vendors' kernels");
+
+        // The host pass checks the image against its launches: this image defines them all.
+        // An image without `suite_minmax` (from a manifest that lacks it; the cdylib's one
+        // exported function launches it, the other launches are not reachable from its
+        // exports) is a warning for declared kernels, which rustc 1.95 accepts: the cdylib is
+        // still built.
+        let host_dir = cwd().join(format!("{target}-host"));
+        rfs::create_dir_all(&host_dir);
+        let out = cdylib(&mut rustc())
+            .metadata("host")
+            .out_dir(&host_dir)
+            .arg(format!("-Zoffload=Host={}", image.display()))
+            .run();
+        out.assert_stderr_not_contains("does not define");
+        let mut partial = json.clone();
+        partial["kernels"].as_array_mut().unwrap().retain(|k| k["link_name"] != "suite_minmax");
+        let partial_manifest = cwd().join(format!("{target}-partial.json"));
+        rfs::write(&partial_manifest, serde_json::to_string_pretty(&partial).unwrap());
+        let partial_dir = cwd().join(format!("{target}-partial"));
+        rfs::create_dir_all(&partial_dir);
+        let mut device = rustc();
+        cdylib(&mut device)
+            .target(target)
+            .sysroot(gpu_sysroot())
+            .metadata("device")
+            .out_dir(&partial_dir)
+            .arg(format!("-Zoffload=Device={}", partial_manifest.display()));
+        if let Some(cpu) = cpu {
+            device.target_cpu(cpu);
+        }
+        device.run();
+        let partial_image = partial_dir.join("host.out");
+        rfs::remove_dir_all(&host_dir);
+        rfs::create_dir_all(&host_dir);
+        let out = cdylib(&mut rustc())
+            .metadata("host")
+            .out_dir(&host_dir)
+            .arg(format!("-Zoffload=Host={}", partial_image.display()))
+            .run();
+        out.assert_stderr_contains(format!(
+            "warning: the offload image `{}` ({target}) does not define `suite_minmax`, which \
+             this crate launches",
+            partial_image.display()
+        ));
+        out.assert_stderr_not_contains("suite_daxpy");
+        assert!(host_dir.join("libsuite.so").exists(), "{target}: the warning stopped the build");
 
         // The base pipeline compiles the same source; its image keeps every kernel definition.
         let base_dir = cwd().join(format!("{target}-base"));

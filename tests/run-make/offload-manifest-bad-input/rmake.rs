@@ -6,11 +6,14 @@
 //@ needs-llvm-components: amdgpu
 //@ only-x86_64
 
+use std::collections::BTreeSet;
+
+use run_make_support::serde_json::{self, Value};
 use run_make_support::{Rustc, cwd, rfs};
 
 #[path = "../offload-manifest/helpers.rs"]
 mod helpers;
-use helpers::{gpu_sysroot, rustc, vendor_check};
+use helpers::{exported_functions, gpu_sysroot, image_ir, rustc, vendor_check};
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 
@@ -141,10 +144,23 @@ fn main() {
     calls.cfg("calls");
     refused(&mut calls, "the offload kernel `callee` is used by device code (`fn caller`)");
 
-    // Two kernels whose identity text coincides would share a symbol.
-    let mut clash = host("more.rs");
-    clash.cfg("clash").arg("-Zoffload=HostMetadata=clash.json");
-    refused(&mut clash, "the offload kernels `more::m::k` and `more::m::k` would share the symbol");
+    // Two kernels whose identity text coincides (`k` in module `m` and in function `m`) no
+    // longer share a symbol, since a symbol also hashes the kernel's definition: both are
+    // recorded, under two symbols, and both are in the image.
+    host("more.rs").cfg("clash").arg("-Zoffload=HostMetadata=clash.json").run();
+    let clash: Value = serde_json::from_str(&rfs::read_to_string("clash.json")).unwrap();
+    let symbols: BTreeSet<&str> = clash["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["kernel"] == "more::m::k")
+        .map(|k| k["symbol"].as_str().unwrap())
+        .collect();
+    assert_eq!(symbols.len(), 2, "the two `more::m::k` kernels: {symbols:?}");
+    rfs::create_dir_all("clash-device");
+    device("more.rs", "clash.json").cfg("clash").out_dir("clash-device").run();
+    let exported = exported_functions(&image_ir(&cwd().join("clash-device/host.out"), TARGET));
+    assert_eq!(exported, symbols.iter().map(|s| s.to_string()).collect(), "the image's kernels");
 
     // A type inside a kernel's generic arguments changed shape since the host metadata pass.
     let mut shape = host("more.rs");

@@ -3,7 +3,8 @@
 //!   `fill`: two kernels, two symbols, and the image runs each version's body;
 //! - a `cfg` that shifts a disambiguator, so that the recorded path names another kernel of the
 //!   same text on the GPU: stale, never the other kernel;
-//! - a kernel edited after the host metadata pass: stale;
+//! - a kernel edited after the host metadata pass: stale; and the host pass refuses an image
+//!   built before the edit (or a file that is no image);
 //! - the manifest path stays out of the crate hash (SVH): the same rmeta, byte for byte, for
 //!   two manifest paths, in the host metadata pass and in the device pass;
 //! - a dependency compiled without the host metadata pass is named;
@@ -77,6 +78,7 @@ fn main() {
     shifted_disambiguator();
     edited_kernel();
     incremental_build_sees_the_root_file();
+    stale_image();
     manifest_path_out_of_the_crate_hash();
     stock_and_fork_refuse_each_other();
 }
@@ -306,6 +308,79 @@ fn incremental_build_sees_the_root_file() {
     rfs::write("edit.rs", root);
     assert_ne!(before, after, "the root file changed, the kernel's symbol did not");
     assert_eq!(after, fresh, "the incremental build launches a stale kernel symbol");
+}
+
+/// The host pass of `edit`, with the image of its device pass, then after an edit of the
+/// kernel's file (one character of its body) without a new device pass: the image, built from
+/// the older source, does not define the kernel the host now launches (its symbol hashes the
+/// kernel's definition), and the host pass refuses it, naming the image and the kernel. This is
+/// what a device build that writes no image (`cargo build --lib` of a dependency) leaves
+/// behind. A file that is no offload image is refused, named.
+fn stale_image() {
+    let manifest = cwd().join("stale-image.json");
+    let device_dir = cwd().join("stale-image/device");
+    rfs::create_dir_all(&device_dir);
+    let image = device_dir.join("host.out");
+    let metadata_and_device = || {
+        host("edit.rs")
+            .out_dir(cwd().join("stale-image/meta"))
+            .emit("metadata")
+            .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
+            .run();
+        device("edit.rs", &manifest).out_dir(&device_dir).run();
+    };
+    let host_pass = |image: &Path| {
+        let out = cwd().join("stale-image/host");
+        rfs::create_dir_all(&out);
+        let mut r = host("edit.rs");
+        // (At opt-level 0, so that the small `launch` is codegened here, not left to callers
+        // as cross-crate inlinable.)
+        r.opt_level("0")
+            .codegen_units(1)
+            .arg("-Clto=fat")
+            .arg(format!("-Zoffload=Host={}", image.display()))
+            .out_dir(out);
+        r
+    };
+    metadata_and_device();
+    host_pass(&image).run().assert_stderr_not_contains("does not define");
+
+    let kernels = rfs::read_to_string("edit_kernels.rs");
+    let edited = kernels.replacen("*v *= 2.0;", "*v *= 3.0;", 1);
+    assert_ne!(edited, kernels);
+    rfs::write("edit_kernels.rs", &edited);
+    host("edit.rs")
+        .out_dir(cwd().join("stale-image/meta"))
+        .emit("metadata")
+        .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
+        .run();
+    refused(
+        &mut host_pass(&image),
+        &[
+            &format!(
+                "the offload image `{}` (amdgcn-amd-amdhsa) does not define 1 of the kernels that \
+                 this crate launches: `_offload_kernel_scale_",
+                image.display()
+            ),
+            "run the host metadata pass and the device pass (`-Zoffload=Device=<manifest>`) of \
+             this source again",
+        ],
+    );
+    metadata_and_device();
+    host_pass(&image).run().assert_stderr_not_contains("does not define");
+    rfs::write("edit_kernels.rs", kernels);
+
+    let garbage = cwd().join("stale-image/garbage/host.out");
+    rfs::create_dir_all(garbage.parent().unwrap());
+    rfs::write(&garbage, "not an offload image");
+    refused(
+        &mut host_pass(&garbage),
+        &[&format!(
+            "the offload image `{}` cannot be read: it is not an offload binary that holds LLVM \
+             bitcode",
+            garbage.display()
+        )],
+    );
 }
 
 /// A host-only anonymous `const` block shifts the disambiguators of the kernels' blocks.

@@ -18,14 +18,15 @@
 //!   arrays, slices, tuples, and ADTs named by `ItemPath`. Lifetimes are erased. Other kinds
 //!   (const generics, closures, `dyn`) are refused with a diagnostic by the callers.
 //!
-//! The symbol ([`kernel_symbol`]) is derived from that identity alone, never from a
-//! `StableCrateId`, so the device pass defines and the host pass launches the same name even
-//! when the two passes see different `-C metadata`:
-//! `_offload_kernel_<item name>_<16 hex digits>`, the digits being the 64-bit `StableHasher`
-//! hash of the identity's [`Display`](fmt::Display) text followed by the source fingerprint of
-//! every crate it names. `StableHasher` is the compiler's platform-independent hasher, so the
-//! host and the GPU target compute the same digits; two versions of one crate in one graph
-//! give their kernels two symbols.
+//! The symbol ([`kernel_symbol`]) is derived from that identity and the kernel's
+//! [definition fingerprint](kernel_definition), never from a `StableCrateId`, so the device
+//! pass defines and the host pass launches the same name even when the two passes see
+//! different `-C metadata`: `_offload_kernel_<item name>_<16 hex digits>`, the digits being
+//! the 64-bit `StableHasher` hash of the identity's [`Display`](fmt::Display) text, the source
+//! fingerprint of every crate it names and the definition fingerprint. `StableHasher` is the
+//! compiler's platform-independent hasher, so the host and the GPU target compute the same
+//! digits; two versions of one crate in one graph give their kernels two symbols, and an
+//! edited kernel gets a new one, which an image built before the edit does not define.
 //!
 //! # Which crate
 //!
@@ -92,6 +93,31 @@ pub fn offload_crate_source_provider(tcx: TyCtxt<'_>, cnum: CrateNum) -> Hash64 
     hasher.finish()
 }
 
+/// The definition fingerprint of kernel `def_id`, as 16 hex digits (the
+/// `offload_kernel_definition` query): the same on every target, and different after any edit
+/// of the file that defines the kernel.
+pub fn kernel_definition(tcx: TyCtxt<'_>, def_id: DefId) -> String {
+    format!("{:016x}", tcx.offload_kernel_definition(def_id).as_u64())
+}
+
+/// The provider of the `offload_kernel_definition` query: the 64-bit `StableHasher` hash of,
+/// for the item's definition span and for the outermost call site of the macro that expands it
+/// (the same span for an item written out), the content hash (`SourceFile::src_hash`) of the
+/// file that holds the span and the span's byte range in it. It is the same on every target
+/// (the passes read the same files) and changes when such a file is edited, or when the item's
+/// path names another item of the same text (a `cfg` that shifts a disambiguator).
+pub fn offload_kernel_definition_provider(tcx: TyCtxt<'_>, def_id: DefId) -> Hash64 {
+    let span = tcx.def_span(def_id);
+    let mut hasher = StableHasher::new();
+    for span in [span, span.source_callsite()] {
+        let file = tcx.sess.source_map().lookup_source_file(span.lo());
+        std::hash::Hash::hash(file.src_hash.hash_bytes(), &mut hasher);
+        std::hash::Hash::hash(&file.relative_position(span.lo()).0, &mut hasher);
+        std::hash::Hash::hash(&file.relative_position(span.hi()).0, &mut hasher);
+    }
+    hasher.finish()
+}
+
 /// A generic argument of a kernel instance, as a target-independent tree.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum KernelTy {
@@ -102,8 +128,14 @@ pub enum KernelTy {
     /// A primitive number type, by its name (`i32`, `usize`, `f64`, ...).
     Number(String),
     Adt(ItemPath, Vec<KernelArg>),
-    Ref { mutable: bool, ty: Box<KernelTy> },
-    Ptr { mutable: bool, ty: Box<KernelTy> },
+    Ref {
+        mutable: bool,
+        ty: Box<KernelTy>,
+    },
+    Ptr {
+        mutable: bool,
+        ty: Box<KernelTy>,
+    },
     Array(Box<KernelTy>, u64),
     Slice(Box<KernelTy>),
     Tuple(Vec<KernelTy>),
@@ -218,7 +250,12 @@ impl ItemPath {
         let data: Vec<DisambiguatedDefPathData> = self
             .components
             .iter()
-            .map(|c| Some(DisambiguatedDefPathData { data: c.def_path_data()?, disambiguator: c.disambiguator }))
+            .map(|c| {
+                Some(DisambiguatedDefPathData {
+                    data: c.def_path_data()?,
+                    disambiguator: c.disambiguator,
+                })
+            })
             .collect::<Option<_>>()?;
         let &[cnum] = &self.source_crates(tcx)[..] else { return None };
         let mut hash = tcx.def_path_hash(cnum.as_def_id());
@@ -298,7 +335,8 @@ impl KernelTy {
             },
             KernelTy::Adt(path, args) => {
                 let def_id = path.resolve(tcx)?;
-                if !matches!(tcx.def_kind(def_id), DefKind::Struct | DefKind::Enum | DefKind::Union) {
+                if !matches!(tcx.def_kind(def_id), DefKind::Struct | DefKind::Enum | DefKind::Union)
+                {
                     return None;
                 }
                 let args = args_to_ty(tcx, args)?;
@@ -413,7 +451,10 @@ impl KernelIdentity {
     }
 
     /// The identity of `instance`, a monomorphic instance of a `#[rustc_offload_kernel]` item.
-    pub fn of<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>) -> Result<KernelIdentity, Unsupported> {
+    pub fn of<'tcx>(
+        tcx: TyCtxt<'tcx>,
+        instance: Instance<'tcx>,
+    ) -> Result<KernelIdentity, Unsupported> {
         Ok(KernelIdentity {
             item: ItemPath::of(tcx, instance.def_id()),
             args: kernel_args(tcx, instance.args)?,
@@ -445,8 +486,10 @@ impl fmt::Display for ItemPath {
 }
 
 fn write_args(f: &mut fmt::Formatter<'_>, args: &[KernelArg]) -> fmt::Result {
-    let types: Vec<&KernelTy> =
-        args.iter().filter_map(|a| if let KernelArg::Type(t) = a { Some(t) } else { None }).collect();
+    let types: Vec<&KernelTy> = args
+        .iter()
+        .filter_map(|a| if let KernelArg::Type(t) = a { Some(t) } else { None })
+        .collect();
     if types.is_empty() {
         return Ok(());
     }
@@ -472,7 +515,9 @@ impl fmt::Display for KernelTy {
                 write!(f, "{path}")?;
                 write_args(f, args)
             }
-            KernelTy::Ref { mutable, ty } => write!(f, "&{}{ty}", if *mutable { "mut " } else { "" }),
+            KernelTy::Ref { mutable, ty } => {
+                write!(f, "&{}{ty}", if *mutable { "mut " } else { "" })
+            }
             KernelTy::Ptr { mutable, ty } => {
                 write!(f, "*{} {ty}", if *mutable { "mut" } else { "const" })
             }
@@ -506,17 +551,20 @@ impl fmt::Display for KernelIdentity {
     }
 }
 
-/// The symbol of the kernel instance with this identity:
-/// `_offload_kernel_<item name>_<16 hex digits>`, the 64-bit `StableHasher` hash of the
-/// identity text followed by the source fingerprint of each crate it names (the kernel's, then
-/// those of the ADTs in its arguments, in pre-order). Only ASCII letters, digits and `_`, which
-/// every GPU assembler accepts.
-pub fn identity_symbol(identity: &KernelIdentity) -> String {
+/// The symbol of the kernel instance with this identity and this [definition
+/// fingerprint](kernel_definition) of its item: `_offload_kernel_<item name>_<16 hex digits>`,
+/// the 64-bit `StableHasher` hash of the identity text, the source fingerprint of each crate it
+/// names (the kernel's, then those of the ADTs in its arguments, in pre-order) and the
+/// definition fingerprint. An edit of the kernel's file gives the kernel another symbol, so an
+/// offload image built from the older source does not define what the host pass launches (the
+/// host pass checks). Only ASCII letters, digits and `_`, which every GPU assembler accepts.
+pub fn identity_symbol(identity: &KernelIdentity, definition: &str) -> String {
     let mut hasher = StableHasher::new();
     std::hash::Hash::hash(identity.to_string().as_str(), &mut hasher);
     for path in identity.item_paths() {
         std::hash::Hash::hash(path.crate_source.as_str(), &mut hasher);
     }
+    std::hash::Hash::hash(definition, &mut hasher);
     let hash: Hash64 = hasher.finish();
     let name: String = identity
         .item
@@ -533,5 +581,6 @@ pub fn identity_symbol(identity: &KernelIdentity) -> String {
 /// The symbol of a kernel instance, if it has a target-independent identity (see the module
 /// documentation); None otherwise, and the caller falls back to the usual mangling.
 pub fn kernel_symbol<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>) -> Option<String> {
-    KernelIdentity::of(tcx, instance).ok().map(|identity| identity_symbol(&identity))
+    let identity = KernelIdentity::of(tcx, instance).ok()?;
+    Some(identity_symbol(&identity, &kernel_definition(tcx, instance.def_id())))
 }

@@ -10,6 +10,11 @@
 //! loader finds it in the machine's own library folders. `run.sh` prints the program's
 //! output and exits 0 only if every kernel's result matched the host's reference (`: ok`).
 //!
+//! When `./x.py bench` has run, the bundle also holds `kernel-time/`: base's and ours' nvptx
+//! kernels of the benchmark's first run as cubins, with `src/offload-bench/kernel_time.py`,
+//! which `run.sh` then runs to time each kernel on the GPU in both modes and compare their
+//! outputs (see that script). Without a benchmark run the bundle says so and leaves it out.
+//!
 //! The bundle is written to `gpu-check/` in the checkout (ignored by git), at most 64 MiB, so
 //! that the device tool can carry it (`carry: ["gpu-check"]`, command `sh gpu-check/run.sh`).
 
@@ -44,11 +49,16 @@ LIBOMPTARGET_INFO="${LIBOMPTARGET_INFO:-0}" ./lib/ld-linux-x86-64.so.2 --library
 status=$?
 cat output.txt
 kernels=$(grep -c ': ok$' output.txt)
-if [ "$status" -eq 0 ] && [ "$kernels" -eq 3 ]; then
+timing=0
+if [ -f kernel-time/kernels.json ]; then
+    # Base's and ours' kernels of the benchmark, timed on this GPU (kernel_time.py).
+    python3 kernel-time/kernel_time.py run kernel-time --json kernel-time/results.json || timing=1
+fi
+if [ "$status" -eq 0 ] && [ "$kernels" -eq 3 ] && [ "$timing" -eq 0 ]; then
     echo "gpu-check: passed: 3 kernels ran on the GPU and matched the host"
     exit 0
 fi
-echo "gpu-check: FAILED (program exit status $status, $kernels of 3 kernels matched)"
+echo "gpu-check: FAILED (program exit status $status, $kernels of 3 kernels matched, kernel timing status $timing)"
 exit 1
 "#;
 
@@ -122,6 +132,8 @@ pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
     fs::remove_dir_all(&lib).map_err(|e| io(&lib, e))?;
     timer.done();
 
+    kernel_time(project, cache, &bundle)?;
+
     let mut total = 0;
     for entry in fs::read_dir(&bundle).map_err(|e| io(&bundle, e))?.flatten() {
         let bytes = entry.metadata().map(|m| m.len()).unwrap_or(0);
@@ -133,6 +145,34 @@ pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
     }
     say(STEP, format!("bundle {} ({total} bytes): run `sh gpu-check/run.sh` on the GPU machine", bundle.display()));
     Ok(bundle)
+}
+
+/// Writes `kernel-time/` into the bundle from the benchmark's first run (its nvptx images of
+/// base and ours), or says why it is left out.
+fn kernel_time(project: &Path, cache: &Cache, bundle: &Path) -> Result<()> {
+    let images = cache.root.join("bench/images/nvptx64-nvidia-cuda");
+    if !images.join("base").is_dir() || !images.join("ours").is_dir() {
+        say(STEP, "no nvptx images of `./x.py bench`: the bundle leaves out the kernel timing");
+        return Ok(());
+    }
+    let timer = Timer::start(STEP, "base's and ours' benchmark kernels as cubins (kernel_time.py prepare)");
+    let status = Enter::new(cache, project, "python3")
+        .arg(project.join("src/offload-bench/kernel_time.py"))
+        .arg("prepare")
+        .arg("--work")
+        .arg(cache.root.join("bench"))
+        .arg("--cuda-bin")
+        .arg(crate::cuda::cuda_bin(cache))
+        .arg("--out")
+        .arg(bundle.join("kernel-time"))
+        .command(cache)?
+        .status()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    if !status.success() {
+        return fail(STEP, "kernel_time.py prepare failed; its output is above");
+    }
+    timer.done();
+    Ok(())
 }
 
 /// `path` as seen inside the sysroot, with its symbolic links resolved inside it.
