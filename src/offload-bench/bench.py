@@ -341,7 +341,7 @@ class Bench:
                if k not in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "RUSTC_WORKSPACE_WRAPPER", "CARGO_INCREMENTAL",
                             "CARGO_BUILD_JOBS", "CARGO_BUILD_RUSTFLAGS", "RUSTDOCFLAGS")
                and not k.startswith(("CARGO_PROFILE_", "CARGO_TARGET_", "OFFLOAD_BENCH_"))}
-        env.update(RUSTC_BOOTSTRAP="1", RUSTC=self.rustc.get(mode, self.args.ours),
+        env.update(RUSTC_BOOTSTRAP="1", RUSTC=self.rustc.get(warm_from or mode, self.args.ours),
                    RUSTC_WRAPPER=os.path.join(os.path.dirname(os.path.abspath(__file__)), "rustc_wrapper.py"),
                    CARGO_TARGET_DIR=target_dir, OFFLOAD_BENCH_TARGET=target, OFFLOAD_BENCH_LOG=log_path,
                    OFFLOAD_BENCH_FLAGS=json.dumps(flags),
@@ -365,7 +365,8 @@ class Bench:
             with open(out_path, "rb") as f:
                 sys.stderr.write(f.read().decode(errors="replace")[-8000:])
             sys.exit(f"error: [BENCH] `{' '.join(cmd)}` ({mode}) failed with status {code} (in {self.ws})")
-        with open(log_path) as f:
+        # A warm build with nothing to do runs no rustc and writes no log.
+        with open(log_path) if os.path.exists(log_path) else open(os.devnull) as f:
             for line in f:
                 entry = json.loads(line)
                 self.samples.append(dict(run=run_index, target=label_target or target, mode=mode,
