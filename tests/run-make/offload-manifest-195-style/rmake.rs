@@ -13,9 +13,10 @@
 //@ only-x86_64
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use run_make_support::serde_json::{self, Value};
-use run_make_support::{Rustc, cwd, rfs};
+use run_make_support::{CompletedProcess, Rustc, cwd, rfs};
 
 #[path = "../offload-manifest/helpers.rs"]
 mod helpers;
@@ -33,6 +34,34 @@ fn cdylib(rustc: &mut Rustc) -> &mut Rustc {
         .codegen_units(1)
         .arg("-Clto=fat")
         .arg("-Cpanic=abort")
+}
+
+/// The device pass of the cdylib for `target`, into `dir`, with `offload` (`Device` or
+/// `Device=<manifest>`).
+fn device_pass(target: &str, cpu: Option<&str>, offload: &str, dir: &Path) {
+    rfs::create_dir_all(dir);
+    let mut device = rustc();
+    cdylib(&mut device)
+        .target(target)
+        .sysroot(gpu_sysroot())
+        .metadata("device")
+        .out_dir(dir)
+        .arg(format!("-Zoffload={offload}"));
+    if let Some(cpu) = cpu {
+        device.target_cpu(cpu);
+    }
+    device.run();
+}
+
+/// The host pass of the cdylib into `dir` (emptied first), with the image `image`.
+fn host_pass(dir: &Path, image: &Path) -> CompletedProcess {
+    let _ = std::fs::remove_dir_all(dir);
+    rfs::create_dir_all(dir);
+    cdylib(&mut rustc())
+        .metadata("host")
+        .out_dir(dir)
+        .arg(format!("-Zoffload=Host={}", image.display()))
+        .run()
 }
 
 fn main() {
@@ -56,18 +85,7 @@ fn main() {
     for (target, cpu) in [("amdgcn-amd-amdhsa", Some("gfx90a")), ("nvptx64-nvidia-cuda", None)] {
         // The manifest pipeline.
         let dir = cwd().join(target);
-        rfs::create_dir_all(&dir);
-        let mut device = rustc();
-        cdylib(&mut device)
-            .target(target)
-            .sysroot(gpu_sysroot())
-            .metadata("device")
-            .out_dir(&dir)
-            .arg(format!("-Zoffload=Device={}", manifest.display()));
-        if let Some(cpu) = cpu {
-            device.target_cpu(cpu);
-        }
-        device.run();
+        device_pass(target, cpu, &format!("Device={}", manifest.display()), &dir);
         let image = dir.join("host.out");
         let ir = image_ir(&image, target);
         assert_eq!(exported_functions(&ir), launched, "{target}: the image's exports");
@@ -80,38 +98,15 @@ fn main() {
         // exports) is a warning for declared kernels, which rustc 1.95 accepts: the cdylib is
         // still built.
         let host_dir = cwd().join(format!("{target}-host"));
-        rfs::create_dir_all(&host_dir);
-        let out = cdylib(&mut rustc())
-            .metadata("host")
-            .out_dir(&host_dir)
-            .arg(format!("-Zoffload=Host={}", image.display()))
-            .run();
-        out.assert_stderr_not_contains("does not define");
+        host_pass(&host_dir, &image).assert_stderr_not_contains("does not define");
         let mut partial = json.clone();
         partial["kernels"].as_array_mut().unwrap().retain(|k| k["link_name"] != "suite_minmax");
         let partial_manifest = cwd().join(format!("{target}-partial.json"));
         rfs::write(&partial_manifest, serde_json::to_string_pretty(&partial).unwrap());
         let partial_dir = cwd().join(format!("{target}-partial"));
-        rfs::create_dir_all(&partial_dir);
-        let mut device = rustc();
-        cdylib(&mut device)
-            .target(target)
-            .sysroot(gpu_sysroot())
-            .metadata("device")
-            .out_dir(&partial_dir)
-            .arg(format!("-Zoffload=Device={}", partial_manifest.display()));
-        if let Some(cpu) = cpu {
-            device.target_cpu(cpu);
-        }
-        device.run();
+        device_pass(target, cpu, &format!("Device={}", partial_manifest.display()), &partial_dir);
         let partial_image = partial_dir.join("host.out");
-        rfs::remove_dir_all(&host_dir);
-        rfs::create_dir_all(&host_dir);
-        let out = cdylib(&mut rustc())
-            .metadata("host")
-            .out_dir(&host_dir)
-            .arg(format!("-Zoffload=Host={}", partial_image.display()))
-            .run();
+        let out = host_pass(&host_dir, &partial_image);
         out.assert_stderr_contains(format!(
             "warning: the offload image `{}` ({target}) does not define `suite_minmax`, which \
              this crate launches",
@@ -122,18 +117,7 @@ fn main() {
 
         // The base pipeline compiles the same source; its image keeps every kernel definition.
         let base_dir = cwd().join(format!("{target}-base"));
-        rfs::create_dir_all(&base_dir);
-        let mut base = rustc();
-        cdylib(&mut base)
-            .target(target)
-            .sysroot(gpu_sysroot())
-            .metadata("device")
-            .out_dir(&base_dir)
-            .arg("-Zoffload=Device");
-        if let Some(cpu) = cpu {
-            base.target_cpu(cpu);
-        }
-        base.run();
+        device_pass(target, cpu, "Device", &base_dir);
         let base_ir = image_ir(&base_dir.join("host.out"), target);
         for kernel in LAUNCHED.iter().chain(&["suite_never_launched"]) {
             assert!(base_ir.contains(&format!("@{kernel}(")), "{target}: base image lacks {kernel}");
