@@ -107,11 +107,14 @@ fn main() {
         device_pass(target, cpu, &format!("Device={}", partial_manifest.display()), &partial_dir);
         let partial_image = partial_dir.join("host.out");
         let out = host_pass(&host_dir, &partial_image);
+        // (`({target}, <arch>)`: the arch is the device pass's target CPU.)
         out.assert_stderr_contains(format!(
-            "warning: the offload image `{}` ({target}) does not define `suite_minmax`, which \
-             this crate launches",
+            "warning: the offload image `{}` ({target}, ",
             partial_image.display()
         ));
+        out.assert_stderr_contains(
+            "does not define `suite_minmax`, launched by the code being compiled",
+        );
         out.assert_stderr_not_contains("suite_daxpy");
         assert!(host_dir.join("libsuite.so").exists(), "{target}: the warning stopped the build");
 

@@ -358,8 +358,8 @@ fn stale_image() {
         &mut host_pass(&image),
         &[
             &format!(
-                "the offload image `{}` (amdgcn-amd-amdhsa) does not define 1 of the kernels that \
-                 this crate launches: `_offload_kernel_scale_",
+                "the offload image `{}` (amdgcn-amd-amdhsa, gfx90a) does not define 1 of the \
+                 kernels launched by the code being compiled: `_offload_kernel_scale_",
                 image.display()
             ),
             "run the host metadata pass and the device pass (`-Zoffload=Device=<manifest>`) of \
@@ -376,8 +376,7 @@ fn stale_image() {
     refused(
         &mut host_pass(&garbage),
         &[&format!(
-            "the offload image `{}` cannot be read: it is not an offload binary that holds LLVM \
-             bitcode",
+            "the offload image `{}` cannot be read as offload binaries with LLVM bitcode:",
             garbage.display()
         )],
     );
