@@ -12,6 +12,7 @@ takes on the GPU. Two steps:
            but the kernels) and `default<O3>`, `llc -mcpu=sm_90 -O3`, `ptxas -arch=sm_90
            -O3`. Both modes get the same steps. Writes `<root>.<mode>.cubin` and
            `kernels.json` (per kernel: its label, each mode's symbol, its parameters).
+           With `KERNEL_TIME_KEEP=1`, the intermediate bitcode and PTX stay in `scratch/`.
   run      (on the GPU machine; needs only Python 3 and the driver's `libcuda.so.1`, through
            ctypes): loads both cubins, runs each kernel once on one thread with the same
            inputs in both modes and compares the outputs byte for byte, then times it with CUDA
@@ -165,6 +166,8 @@ class Cuda:
         ctx = ctypes.c_void_p()
         self.check("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
         self.check("cuCtxSetCurrent", ctx)
+        # The images that loaded modules were made from, kept alive with the context.
+        self.images = []
 
     def check(self, fn, *args):
         r = getattr(self.lib, fn)(*args)
@@ -176,7 +179,7 @@ class Cuda:
     def module(self, path):
         with open(path, "rb") as f:
             data = f.read()
-        self._keep = getattr(self, "_keep", []) + [data]
+        self.images.append(data)
         mod = ctypes.c_void_p()
         self.check("cuModuleLoadData", ctypes.byref(mod), ctypes.c_char_p(data))
         return mod
