@@ -42,7 +42,7 @@ pub const SYSROOT_SUITE: &str = "trixie";
 
 /// Packages installed into the sysroot on top of `debootstrap --variant=minbase`: the build
 /// tools bootstrap needs, and LLVM 22 with its offload runtime (`liboffload-22-dev`,
-/// `libomp-22-dev`) and the prebuilt compiler-rt builtins.
+/// `libomp-22-dev`), the prebuilt compiler-rt builtins, and jemalloc for the compiler.
 pub const SYSROOT_PACKAGES: &[&str] = &[
     "build-essential",
     "cmake",
@@ -66,6 +66,8 @@ pub const SYSROOT_PACKAGES: &[&str] = &[
     "libclang-rt-22-dev",
     "liboffload-22-dev",
     "libomp-22-dev",
+    // The compiler's allocator (`rust.jemalloc` in `config.example.toml`, patch 0015).
+    "libjemalloc-dev",
 ];
 
 /// Workspaces whose `Cargo.lock` Debian's `debian/rules` moves aside before configuring, so

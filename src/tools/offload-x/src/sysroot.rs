@@ -19,10 +19,11 @@ use crate::ui::{Failure, Result, Timer, fail, run_inherited, say};
 const STEP: &str = "SYSROOT";
 
 /// Makes the sysroot unless its completion stamp exists. A half-made one (`sysroot.tmp`, left
-/// by an interrupted run) is discarded and made again.
+/// by an interrupted run) is discarded and made again. A complete one made before a package
+/// joined `SYSROOT_PACKAGES` gets the packages its stamp does not list, with `apt-get` inside it.
 pub fn ensure(cache: &Cache) -> Result<()> {
-    if cache.sysroot_stamp().exists() {
-        return Ok(());
+    if let Ok(stamp) = fs::read_to_string(cache.sysroot_stamp()) {
+        return install_missing(cache, &stamp);
     }
     let tmp = cache.root.join("sysroot.tmp");
     let io = |e: std::io::Error, what: &Path| Failure {
@@ -68,6 +69,42 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     })?;
     fs::rename(&tmp, cache.sysroot()).map_err(|e| io(e, &tmp))?;
     fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n")).map_err(|e| io(e, &cache.sysroot_stamp()))?;
+    timer.done();
+    Ok(())
+}
+
+/// Installs the `SYSROOT_PACKAGES` that `stamp` (the completion stamp's text, one package per
+/// line) does not list, then rewrites the stamp.
+fn install_missing(cache: &Cache, stamp: &str) -> Result<()> {
+    let missing: Vec<&str> =
+        SYSROOT_PACKAGES.iter().copied().filter(|p| !stamp.lines().any(|l| l == *p)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let timer = Timer::start(STEP, format!("installing {} into the sysroot", missing.join(" ")));
+    let script = format!(
+        "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive \
+         apt-get install -y -q --no-install-recommends {} >/dev/null",
+        missing.join(" ")
+    );
+    let status = Enter::new(cache, &cache.root, "/bin/sh")
+        .args(["-c", &script])
+        .command(cache)?
+        .status()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    if !status.success() {
+        return fail(
+            STEP,
+            format!(
+                "apt-get could not install {} into {}; check the network to the package \
+                 registry and rerun",
+                missing.join(" "),
+                cache.sysroot().display()
+            ),
+        );
+    }
+    fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n"))
+        .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", cache.sysroot_stamp().display()) })?;
     timer.done();
     Ok(())
 }
