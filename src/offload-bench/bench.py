@@ -59,7 +59,9 @@ of the same crates on the host, against the host metadata pass.
 Writes `results.json` (everything, per run), `results.csv` (medians), `scaling.csv`,
 `quality.csv`, `table.md` (the README table) and `results.png` (matplotlib, if installed) into
 `--results`.
-`--from-json results.json` redoes the reports from a previous run's data.
+`--from-json results.json` redoes the reports from a previous run's data. `--allocator ROUNDS`
+measures only the allocator lever (`allocator.json`: our rustc on the jemalloc it links against
+the same binary on glibc's malloc, see `allocator_lever`).
 """
 
 import argparse
@@ -807,6 +809,62 @@ class Bench:
         log(f"updated the table in {readme}")
 
 
+# Preloaded in front of the executable's own needed libraries, glibc's `malloc` serves the
+# process instead of the jemalloc that our rustc links (patch 0015, `rust.jemalloc`).
+GLIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def allocator_lever(args):
+    """The allocator lever, measured on one binary: our rustc with the jemalloc it links against
+    the same rustc with glibc's `malloc` preloaded in front of it. Each round compiles `core` of
+    the tree for each target with `--emit=metadata` (the front end, where the allocator matters
+    most), the two allocators alternated. Prints the median seconds and the ratio glibc/jemalloc
+    (above 1: jemalloc is faster) per target and writes them to `allocator.json` in
+    `--results`."""
+    core = os.path.join(args.tree, "library/core/src/lib.rs")
+    out_dir = os.path.join(args.work, "allocator")
+    os.makedirs(out_dir, exist_ok=True)
+    # Whether the preload takes effect: the loader binds `malloc` to glibc's, not jemalloc's.
+    probe = subprocess.run([args.ours, "-vV"], env=dict(os.environ, LD_PRELOAD=GLIBC, LD_DEBUG="bindings"),
+                           capture_output=True, text=True)
+    bound = [l for l in probe.stderr.splitlines() if "normal symbol `malloc'" in l]
+    if not bound or any("libjemalloc" in l for l in bound):
+        sys.exit("error: [BENCH] --allocator: preloading glibc does not take `malloc` from jemalloc here")
+    plain = subprocess.run([args.ours, "-vV"], env=dict(os.environ, LD_DEBUG="bindings"),
+                           capture_output=True, text=True)
+    if not any("libjemalloc" in l and "normal symbol `malloc'" in l for l in plain.stderr.splitlines()):
+        sys.exit("error: [BENCH] --allocator: our rustc does not run on jemalloc (is `rust.jemalloc` on?)")
+    times = {}
+    for r in range(args.allocator):
+        for target in args.targets:
+            for alloc, extra in (("jemalloc", {}), ("glibc", {"LD_PRELOAD": GLIBC})):
+                cmd = [args.ours, "--crate-name", "core", "--edition", "2024", "--crate-type", "lib", core,
+                       "--target", target, "-Copt-level=3", "-Ccodegen-units=1", "--emit=metadata",
+                       "--out-dir", out_dir]
+                if TARGETS[target]:
+                    cmd.append(f"-Ctarget-cpu={TARGETS[target]}")
+                start = time.monotonic()
+                done = subprocess.run(cmd, env=dict(os.environ, RUSTC_BOOTSTRAP="1", **extra),
+                                      capture_output=True, text=True)
+                if done.returncode != 0:
+                    sys.exit(f"error: [BENCH] --allocator: core for {target} failed:\n{done.stderr[-2000:]}")
+                times.setdefault((target, alloc), []).append(time.monotonic() - start)
+                log(f"  allocator round {r + 1}: {target} {alloc}: {times[(target, alloc)][-1]:.2f} s")
+    report = []
+    for target in args.targets:
+        jem = statistics.median(times[(target, "jemalloc")])
+        gl = statistics.median(times[(target, "glibc")])
+        report.append({"target": target, "jemalloc_s": round(jem, 2), "glibc_s": round(gl, 2),
+                       "glibc_over_jemalloc": round(gl / jem, 3), "rounds": args.allocator,
+                       "samples": {a: [round(t, 2) for t in times[(target, a)]] for a in ("jemalloc", "glibc")}})
+        log(f"{target}: core --emit=metadata, median of {args.allocator}: jemalloc {jem:.2f} s, "
+            f"glibc {gl:.2f} s, glibc/jemalloc {gl / jem:.3f}")
+    os.makedirs(args.results, exist_ok=True)
+    with open(os.path.join(args.results, "allocator.json"), "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ours", required=True, help="our stage-1 rustc")
@@ -824,7 +882,12 @@ def main():
     p.add_argument("--from-json", metavar="RESULTS", help="only redo the reports from this results.json")
     p.add_argument("--reinspect", action="store_true",
                    help="with --from-json: read the first run's device code again from --work")
+    p.add_argument("--allocator", type=int, metavar="ROUNDS",
+                   help="only measure the allocator lever (jemalloc against glibc), ROUNDS rounds")
     args = p.parse_args()
+    if args.allocator:
+        allocator_lever(args)
+        return
     if args.from_json:
         try:
             with open(args.from_json) as f:

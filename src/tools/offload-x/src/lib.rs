@@ -14,7 +14,8 @@
 //!    on disk, so an unchanged project rebuilds nothing ([`materialize`]);
 //! 6. `[BUILD]`, `[TEST]`, `[RUN]`: upstream's bootstrap inside the sysroot ([`commands`]), and
 //!    NVIDIA's `ptxas`/`nvlink` from a pinned wheel, which check the nvptx images ([`cuda`]);
-//! 7. `[JOB]` and `[BENCH]`: the main job ([`job`]) and the device-pass benchmark ([`bench`]).
+//! 7. `[STYLE]`: upstream's tidy and rustfmt on our files, part of `./x.py test` ([`style`]);
+//! 8. `[JOB]` and `[BENCH]`: the main job ([`job`]) and the device-pass benchmark ([`bench`]).
 //!
 //! Every step that takes long is skipped when its stamp in the cache says it is complete; a
 //! step interrupted half-way leaves its work in a `*.tmp` path that the next run discards.
@@ -28,6 +29,7 @@ pub mod gpu_check;
 pub mod job;
 pub mod materialize;
 pub mod pins;
+pub mod style;
 pub mod sysroot;
 pub mod ui;
 pub mod upstream;

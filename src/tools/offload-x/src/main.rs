@@ -22,8 +22,10 @@ verbs:
                    and report the device image
   build            stage-1 compiler, host std, and core for amdgcn-amd-amdhsa and
                    nvptx64-nvidia-cuda in its sysroot
-  test [PATH...]   harness tests, then at stage 1 tests/codegen-llvm/gpu_offload and our
-                   suites under tests/; PATHs (upstream test paths) run those instead
+  test [PATH...]   harness tests, upstream's rustfmt and tidy on our files (`style`), then at
+                   stage 1 tests/codegen-llvm/gpu_offload and our suites under tests/; PATHs
+                   (upstream test paths) run those instead
+  style            upstream's rustfmt (--check) and tidy on the files we add or patch
   rustc ARGS...    the stage-1 rustc, in the current directory, inside the sysroot
   cargo ARGS...    cargo 1.95.0 with the stage-1 rustc (RUSTC_BOOTSTRAP=1, so -Zbuild-std
                    works), in the current directory, inside the sysroot
@@ -72,6 +74,10 @@ fn main() -> ExitCode {
         "prepare" => commands::prepare(&project, &cache).map(|()| ExitCode::SUCCESS),
         "build" => commands::build(&project, &cache).map(|()| ExitCode::SUCCESS),
         "test" => commands::test(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
+        "style" => commands::prepare(&project, &cache)
+            .and_then(|()| offload_x::style::rustfmt(&cache))
+            .and_then(|()| offload_x::style::tidy(&cache))
+            .map(|()| ExitCode::SUCCESS),
         "fuzz" => commands::fuzz(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
         "job" => offload_x::job::run(&project, &cache).map(|()| ExitCode::SUCCESS),
         "gpu-check" => offload_x::gpu_check::run(&project, &cache).map(|_| ExitCode::SUCCESS),

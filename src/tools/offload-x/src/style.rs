@@ -1,0 +1,169 @@
+//! `[STYLE]`: upstream's own `tidy` and rustfmt on every file the project adds to or changes in
+//! the upstream tree (the paths in `materialized.list`, see [`crate::materialize`]).
+//!
+//! - rustfmt: the stage-0 toolchain's `rustfmt --check`, with the settings of upstream's
+//!   `rustfmt.toml` that a stable rustfmt knows ([`RUSTFMT_CONFIG`]; Debian's source tarball
+//!   does not carry the file). Like upstream, it formats the compiler's and bootstrap's sources
+//!   and the `rmake.rs` of run-make tests, not test inputs. A Rust file under `compiler/` or
+//!   `src/` is checked with its child modules, which are upstream's and already formatted.
+//! - tidy: `src/tools/tidy` of the tree, built by the stage-0 cargo from the vendored crates
+//!   (into `<cache>/build/offload-tidy`) and run over the whole tree as bootstrap runs it. Debian's
+//!   source differs from upstream's repository in ways tidy reports (pruned vendored crates,
+//!   no submodules, Debian's own files), so only the problems that name one of our files count.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cache::{Cache, stage0_toolchain};
+use crate::ui::{Failure, Result, Timer, fail, say};
+
+const STEP: &str = "STYLE";
+
+/// The settings of upstream's `rustfmt.toml` (rust-lang/rust at the pinned commit) that a stable
+/// rustfmt accepts; its `group_imports` and `imports_granularity` need a nightly rustfmt.
+pub const RUSTFMT_CONFIG: &str =
+    "use_small_heuristics=Max,merge_derives=false,use_field_init_shorthand=true,style_edition=2024";
+
+/// The tree paths our last materialization wrote (new files and patched upstream files).
+fn our_paths(cache: &Cache) -> Result<Vec<String>> {
+    let list = fs::read_to_string(cache.materialized_list()).map_err(|e| Failure {
+        step: STEP,
+        message: format!("{}: {e}; run `./x.py prepare` first", cache.materialized_list().display()),
+    })?;
+    Ok(list.lines().filter(|l| !l.is_empty()).map(str::to_string).collect())
+}
+
+/// Whether upstream's rustfmt configuration formats `path` (a tree path): Rust sources outside
+/// `tests/`, and the `rmake.rs` recipes of run-make tests.
+fn rustfmt_applies(path: &str) -> bool {
+    path.ends_with(".rs")
+        && (!path.starts_with("tests/")
+            || (path.starts_with("tests/run-make/") && path.ends_with("/rmake.rs")))
+}
+
+/// `rustfmt --check` on our Rust files; fails with rustfmt's diff.
+pub fn rustfmt(cache: &Cache) -> Result<()> {
+    let tree = cache.tree();
+    let files: Vec<PathBuf> = our_paths(cache)?
+        .iter()
+        .filter(|p| rustfmt_applies(p))
+        .map(|p| tree.join(p))
+        .filter(|p| p.exists())
+        .collect();
+    let timer = Timer::start(STEP, format!("rustfmt --check on {} files", files.len()));
+    let rustfmt = stage0_toolchain().join("bin/rustfmt");
+    let out = Command::new(&rustfmt)
+        .args(["--check", "--edition", "2024", "--config", RUSTFMT_CONFIG])
+        .args(&files)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .output()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot run {}: {e}", rustfmt.display()) })?;
+    if !out.status.success() {
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        return fail(
+            STEP,
+            "rustfmt would reformat the files above; run rustfmt with the same settings in the \
+             tree (see src/doc/patches.md), then `./x.py export`",
+        );
+    }
+    timer.done();
+    Ok(())
+}
+
+/// Builds upstream's tidy (once; cargo rebuilds nothing later) and runs it over the tree. Fails
+/// when a problem it reports names one of our files.
+pub fn tidy(cache: &Cache) -> Result<()> {
+    let tree = cache.tree();
+    let target_dir = cache.build().join("offload-tidy");
+    let cargo = stage0_toolchain().join("bin/cargo");
+    let timer = Timer::start(STEP, "building upstream's tidy (src/tools/tidy, vendored crates)");
+    let built = Command::new(&cargo)
+        .current_dir(&tree)
+        .args(["build", "--quiet", "--release", "--offline", "-p", "tidy"])
+        .env("CARGO_TARGET_DIR", &target_dir)
+        // Bootstrap builds its tools with the stage-0 compiler and this switch as well.
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .status()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot run {}: {e}", cargo.display()) })?;
+    if !built.success() {
+        return fail(STEP, "building tidy failed; cargo's output is above");
+    }
+    timer.done();
+    let timer = Timer::start(STEP, "tidy over the tree, problems in our files");
+    let output_dir = target_dir.join("out");
+    let _ = fs::create_dir_all(&output_dir);
+    let out = Command::new(target_dir.join("release/tidy"))
+        .current_dir(&tree)
+        .arg(format!("--root-path={}", tree.display()))
+        .arg(format!("--cargo-path={}", cargo.display()))
+        .arg(format!("--output-dir={}", output_dir.display()))
+        .arg("--concurrency=2")
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .output()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot run tidy: {e}") })?;
+    let report = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let ours = ours_in_report(&report, &tree, &our_paths(cache)?);
+    if !ours.is_empty() {
+        for line in &ours {
+            eprintln!("{line}");
+        }
+        return fail(STEP, format!("tidy reports {} problems in our files (above)", ours.len()));
+    }
+    say(
+        STEP,
+        format!(
+            "tidy: no problem in our files ({} problems elsewhere in Debian's tree, not ours)",
+            report.lines().filter(|l| l.contains("tidy [") || l.contains("tidy error")).count()
+        ),
+    );
+    timer.done();
+    Ok(())
+}
+
+/// The lines of tidy's `report` that name one of `ours` (tree paths), as `<tree>/<path>:` or
+/// `<path>:`.
+fn ours_in_report(report: &str, tree: &Path, ours: &[String]) -> Vec<String> {
+    report
+        .lines()
+        .filter(|line| {
+            ours.iter().any(|p| {
+                line.contains(&format!("{}:", tree.join(p).display()))
+                    || line.contains(&format!(" {p}:"))
+            })
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rustfmt_takes_sources_and_rmake_recipes_only() {
+        assert!(rustfmt_applies("compiler/rustc_middle/src/ty/offload_kernel.rs"));
+        assert!(rustfmt_applies("src/bootstrap/src/core/build_steps/llvm.rs"));
+        assert!(rustfmt_applies("tests/run-make/offload-manifest/rmake.rs"));
+        assert!(!rustfmt_applies("tests/run-make/offload-manifest/helpers.rs"));
+        assert!(!rustfmt_applies("tests/ui/offload-manifest/kernel-signature.rs"));
+        assert!(!rustfmt_applies("compiler/rustc/Cargo.toml"));
+    }
+
+    #[test]
+    fn report_lines_of_our_files_only() {
+        let tree = Path::new("/c/tree");
+        let report = "tidy [style (compiler)]: /c/tree/compiler/a/src/x.rs:3: line longer than 100 chars\n\
+                      tidy [style (compiler)]: /c/tree/compiler/a/src/xy.rs:3: trailing whitespace\n\
+                      tidy [deps]: vendor/foo: license not allowed\n";
+        let ours = vec!["compiler/a/src/x.rs".to_string()];
+        let found = ours_in_report(report, tree, &ours);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].contains("/c/tree/compiler/a/src/x.rs:3"));
+    }
+}
