@@ -51,9 +51,9 @@
 //! `StableCrateId`. Each kernel also carries its symbol, which the host metadata pass computed;
 //! the device pass recomputes it and refuses a manifest whose symbols it does not reproduce (a
 //! stale manifest, or another compiler). And each kernel carries the fingerprint of its
-//! definition (`offload_kernel::kernel_definition`: where the item is in which file content), so that a
-//! path that now names another item (a `cfg` that shifts a disambiguator) or an edited kernel
-//! is reported as stale, never resolved to another item.
+//! definition (`offload_kernel::kernel_definition`: where the item is in which file content),
+//! so that a path that now names another item (a `cfg` that shifts a disambiguator) or an edited
+//! kernel is reported as stale, never resolved to another item.
 //!
 //! # Format
 //!
@@ -122,8 +122,8 @@ use rustc_middle::mir::mono::MonoItem;
 use rustc_middle::mir::{self, TerminatorKind};
 use rustc_middle::query::LocalCrate;
 use rustc_middle::ty::offload_kernel::{
-    ItemPath, KernelArg, KernelIdentity, KernelTy, PathComponent, Unsupported, args_to_ty,
-    identity_symbol, kernel_definition,
+    ItemPath, KernelArg, KernelIdentity, KernelTy, OffloadLaunchNotAKernel, PathComponent,
+    Unsupported, args_to_ty, kernel_definition,
 };
 use rustc_middle::ty::{self, Instance, InstanceKind, Ty, TyCtxt};
 use rustc_middle::util::Providers;
@@ -179,22 +179,6 @@ pub fn compiler_commit() -> String {
     format!("{commit}+fork.{fork}")
 }
 
-/// The manifest path of `-Zoffload=HostMetadata=<path>`, if given.
-pub fn host_metadata_path(tcx: TyCtxt<'_>) -> Option<&str> {
-    tcx.sess.opts.unstable_opts.offload.iter().find_map(|o| match o {
-        Offload::HostMetadata(path) => Some(path.as_str()),
-        _ => None,
-    })
-}
-
-/// The manifest path of `-Zoffload=Device=<path>`, if given.
-pub fn device_manifest_path(tcx: TyCtxt<'_>) -> Option<&str> {
-    tcx.sess.opts.unstable_opts.offload.iter().find_map(|o| match o {
-        Offload::DeviceManifest(path) => Some(path.as_str()),
-        _ => None,
-    })
-}
-
 /// The kernel instances that `body` (the MIR of `instance`) launches, with the launch's span.
 /// A launch of anything but a `#[rustc_offload_kernel]` function is reported.
 fn launches_in<'tcx>(
@@ -219,8 +203,7 @@ fn launches_in<'tcx>(
         let span = terminator.source_info.span;
         let launched = callee_args.type_at(0);
         let ty::FnDef(kernel, kernel_args) = *launched.kind() else {
-            tcx.dcx()
-                .emit_err(errors::OffloadLaunchNotAKernel { span, launched: launched.to_string() });
+            tcx.dcx().emit_err(OffloadLaunchNotAKernel { span, launched: launched.to_string() });
             continue;
         };
         // The 1.95 style: the host declares the kernel in an `extern` block and the GPU build
@@ -230,7 +213,7 @@ fn launches_in<'tcx>(
         if !declared_kernel
             && !tcx.codegen_fn_attrs(kernel).flags.contains(CodegenFnAttrFlags::OFFLOAD_KERNEL)
         {
-            tcx.dcx().emit_err(errors::OffloadLaunchNotAKernel {
+            tcx.dcx().emit_err(OffloadLaunchNotAKernel {
                 span,
                 launched: tcx.def_path_str_with_args(kernel, kernel_args),
             });
@@ -242,7 +225,7 @@ fn launches_in<'tcx>(
         match Instance::try_resolve(tcx, typing_env, kernel, kernel_args) {
             Ok(Some(kernel)) => out.push((kernel, span)),
             _ => {
-                tcx.dcx().emit_err(errors::OffloadLaunchNotAKernel {
+                tcx.dcx().emit_err(OffloadLaunchNotAKernel {
                     span,
                     launched: tcx.def_path_str_with_args(kernel, kernel_args),
                 });
@@ -338,7 +321,7 @@ pub(crate) fn instantiate_upstream_in_image<'tcx>(
         _ if tcx.is_mir_available(def_id) => true,
         _ => {
             tcx.dcx().emit_err(errors::OffloadDeviceItemWithoutMir {
-                path: device_manifest_path(tcx).unwrap_or_default().to_string(),
+                path: tcx.sess.opts.offload_device_manifest().unwrap_or_default().to_string(),
                 item: tcx.def_path_str_with_args(def_id, instance.args),
                 krate: tcx.crate_name(def_id.krate).to_string(),
             });
@@ -354,7 +337,7 @@ pub(crate) fn instantiate_upstream_in_image<'tcx>(
 /// so such a definition must be instantiated in it. Symbols that no crate defines (device
 /// library functions, LLVM intrinsics named by `link_name`) stay declarations.
 fn foreign_definition(tcx: TyCtxt<'_>, foreign: DefId) -> Option<DefId> {
-    if device_manifest_path(tcx).is_none() || !tcx.is_foreign_item(foreign) {
+    if tcx.sess.opts.offload_device_manifest().is_none() || !tcx.is_foreign_item(foreign) {
         return None;
     }
     // An `extern_weak` or other `#[linkage]` import keeps its own linkage in codegen, which a
@@ -417,7 +400,7 @@ pub(crate) fn bind_foreign_fn<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>)
             Instance::mono(tcx, definition)
         }
         None => {
-            if let Some(path) = device_manifest_path(tcx)
+            if let Some(path) = tcx.sess.opts.offload_device_manifest()
                 && tcx.is_foreign_item(def_id)
                 && let Some(lang_item) = weak_lang_item(tcx, def_id)
             {
@@ -550,7 +533,7 @@ fn args_from(v: &Value) -> Option<Vec<KernelArg>> {
 pub(crate) fn provide(providers: &mut Providers) {
     providers.queries.offload_launches = local_offload_launches;
     providers.queries.offload_host_metadata_pass =
-        |tcx, LocalCrate| host_metadata_path(tcx).is_some();
+        |tcx, LocalCrate| tcx.sess.opts.offload_host_metadata_manifest().is_some();
     providers.queries.offload_crate_source =
         rustc_middle::ty::offload_kernel::offload_crate_source_provider;
     providers.queries.offload_kernel_definition =
@@ -565,7 +548,7 @@ pub(crate) fn provide(providers: &mut Providers) {
 /// collected function's MIR. A launch that cannot be recorded is reported here, at its span,
 /// and left out.
 fn local_offload_launches(tcx: TyCtxt<'_>, _: LocalCrate) -> &[Instance<'_>] {
-    if host_metadata_path(tcx).is_none() {
+    if tcx.sess.opts.offload_host_metadata_manifest().is_none() {
         return &[];
     }
     let (items, _) =
@@ -656,18 +639,9 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
             };
             let (_, launchers, _, _) = kernels.entry(key).or_insert_with_key(|key| {
                 // The symbol the device pass will give the kernel: its own name for
-                // `#[no_mangle]` and declared kernels, otherwise the identity's (the host's
-                // copy of the kernel keeps the usual mangling).
-                let attrs = tcx.codegen_instance_attrs(kernel.def);
-                let symbol = match key {
-                    LaunchKey::Identity(identity)
-                        if !attrs.flags.contains(CodegenFnAttrFlags::NO_MANGLE)
-                            && attrs.symbol_name.is_none() =>
-                    {
-                        identity_symbol(identity, &kernel_definition(tcx, kernel.def_id()))
-                    }
-                    _ => tcx.symbol_name(kernel).name.to_string(),
-                };
+                // `#[no_mangle]`, `#[export_name]` and declared kernels, otherwise the
+                // identity's (the host's copy of the kernel keeps the usual mangling).
+                let symbol = tcx.offload_kernel_symbol(kernel).name.to_string();
                 let layouts = param_layouts(tcx, kernel)
                     .map(|params| {
                         params.into_iter().map(|(_, size, align)| (size, align)).collect()
@@ -1012,7 +986,8 @@ fn layouts_agree<'tcx>(
                 None => format!("`{ty}`"),
             };
             return mismatch(format!(
-                "parameter {} ({name}) is {host_size} bytes aligned to {host_align} on the host and {size} bytes aligned to {align} here",
+                "parameter {} ({name}) is {host_size} bytes aligned to {host_align} on the host \
+                 and {size} bytes aligned to {align} here",
                 i + 1
             ));
         }

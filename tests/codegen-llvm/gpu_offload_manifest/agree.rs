@@ -1,3 +1,4 @@
+// ignore-tidy-linelength
 //@ add-minicore
 //@ revisions: host amdgpu nvptx
 //@[host] compile-flags: -Zoffload=Test -Zunstable-options -Copt-level=3 -Clto=fat --crate-type=rlib

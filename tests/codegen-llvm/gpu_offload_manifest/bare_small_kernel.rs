@@ -1,3 +1,4 @@
+// ignore-tidy-linelength
 //@ add-minicore
 //@ revisions: amdgpu nvptx
 //@[nvptx] compile-flags: -Copt-level=3 -Zunstable-options -Zoffload=Device --target nvptx64-nvidia-cuda --crate-type=rlib

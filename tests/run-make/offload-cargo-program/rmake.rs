@@ -31,7 +31,11 @@ use run_make_support::{cmd, cwd, rfs, serde_json, source_root};
 fn embedded_images(exe: &Path) -> Vec<(String, String)> {
     let dump = cmd(llvm_tool("llvm-objdump")).arg("--offloading").arg(exe).run().stdout_utf8();
     let field = |block: &str, key: &str| {
-        block.lines().find_map(|l| l.strip_prefix(key)).map(|v| v.trim().to_string()).unwrap_or_default()
+        block
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
     };
     dump.split("OFFLOADING IMAGE").skip(1).map(|b| (field(b, "arch"), field(b, "triple"))).collect()
 }
@@ -44,7 +48,8 @@ fn main() {
     assert!(exe.is_file(), "no executable at {}", exe.display());
 
     let manifest: serde_json::Value =
-        serde_json::from_str(&rfs::read_to_string(ws.join("target/offload/image/manifest.json"))).unwrap();
+        serde_json::from_str(&rfs::read_to_string(ws.join("target/offload/image/manifest.json")))
+            .unwrap();
     let kernels = manifest_symbols(&manifest);
     // `kern`: saxpy, scale::<u64>, scale::<f64>, affine, copy_scaled, mixed; `kern2`: add_index;
     // `corpus`: thirteen (`axpy` at two types).
@@ -55,7 +60,10 @@ fn main() {
     images.sort();
     assert_eq!(
         images,
-        [("gfx90a".into(), "amdgcn-amd-amdhsa".into()), ("sm_90".into(), "nvptx64-nvidia-cuda".into())],
+        [
+            ("gfx90a".into(), "amdgcn-amd-amdhsa".into()),
+            ("sm_90".into(), "nvptx64-nvidia-cuda".into())
+        ],
         "the executable's offloading images"
     );
 
@@ -96,7 +104,10 @@ fn main() {
         .collect();
     assert_eq!(names, kernels, "the names of the executable's offload entries");
     let sections = cmd(llvm_tool("llvm-readelf")).args(["-S", "-W"]).arg(&exe).run().stdout_utf8();
-    let entries = sections.lines().find(|l| l.contains(" llvm_offload_entries ")).expect("no entries section");
+    let entries = sections
+        .lines()
+        .find(|l| l.contains(" llvm_offload_entries "))
+        .expect("no entries section");
     let size = entries.split_whitespace().skip_while(|f| *f != "PROGBITS").nth(3).unwrap();
     // `__tgt_offload_entry` is 56 bytes.
     assert_eq!(u64::from_str_radix(size, 16).unwrap(), 56 * kernels.len() as u64, "{entries}");
@@ -108,9 +119,9 @@ fn main() {
     assert_eq!(
         run.stderr_utf8().trim(),
         format!(
-            "error: the offload launch of kernel `{saxpy}` failed: no offload device of this machine runs \
-             any of the program's images (no GPU of the architectures it was built for; \
-             LIBOMPTARGET_INFO=-1 shows the runtime's log)"
+            "error: the offload launch of kernel `{saxpy}` failed: no offload device of this \
+             machine runs any of the program's images (no GPU of the architectures it was built \
+             for; LIBOMPTARGET_INFO=-1 shows the runtime's log)"
         )
     );
     assert!(!run.stdout_utf8().contains("saxpy:"), "the program went on after the failed launch");
@@ -125,10 +136,15 @@ fn main() {
     let outside = cwd().join("outside");
     copy_dir(&source_root().join("tests/run-make/offload-cpu-device/ws"), &outside);
     // `kern2` leaves the workspace: its kernel's crate is now a path dependency of `app` only.
-    rfs::write(outside.join("Cargo.toml"), "[workspace]\nmembers = [\"kern\", \"app\"]\nexclude = [\"kern2\"]\n");
+    rfs::write(
+        outside.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"kern\", \"app\"]\nexclude = [\"kern2\"]\n",
+    );
     let missing = cargo_offload_fails(&outside, &["build", "--offload-arch=host"]);
     assert!(
-        missing.stderr_utf8().contains("is defined in crate `kern2`, which is not a library of this workspace"),
+        missing
+            .stderr_utf8()
+            .contains("is defined in crate `kern2`, which is not a library of this workspace"),
         "{}",
         missing.stderr_utf8()
     );

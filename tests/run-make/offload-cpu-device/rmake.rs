@@ -83,7 +83,9 @@ fn corpus(got: &BTreeMap<String, Vec<f64>>, stdout: &str) {
     // Letters, other characters, digits and invalid code points all occur.
     assert!(class.contains(&1) && class.contains(&2) && class.contains(&0) && class.contains(&17));
     expect(got, "classify", &u(class));
-    let fm = |v: f32| v.abs().min(4.0).max(-4.0).copysign(-1.0) + f32::from_bits(v.to_bits() & 0x7f80_0000);
+    let fm = |v: f32| {
+        v.abs().min(4.0).max(-4.0).copysign(-1.0) + f32::from_bits(v.to_bits() & 0x7f80_0000)
+    };
     expect(got, "float_math", &f((0..M).map(|i| fm((i as f32 - 32.0) * 0.37)).collect()));
     let mut bins = [0u32; 16];
     for i in 0..M {
@@ -91,9 +93,17 @@ fn corpus(got: &BTreeMap<String, Vec<f64>>, stdout: &str) {
     }
     expect(got, "histogram", &u(bins.to_vec()));
     let taps = [1.0f32, 2.0, 3.0, 4.0];
-    expect(got, "affine_small", &f((0..M).map(|i| if i < 40 { taps[i % 4] * 2.0 + 1.0 } else { -1.0 }).collect()));
+    expect(
+        got,
+        "affine_small",
+        &f((0..M).map(|i| if i < 40 { taps[i % 4] * 2.0 + 1.0 } else { -1.0 }).collect()),
+    );
     expect(got, "axpy_f32", &f((0..M).map(|i| 2.0 * (1.0 - i as f32 * 0.5) + i as f32).collect()));
-    expect(got, "axpy_u64", &(0..M as u64).map(|i| (3 * (i + 7) + i * 1000) as f64).collect::<Vec<_>>());
+    expect(
+        got,
+        "axpy_u64",
+        &(0..M as u64).map(|i| (3 * (i + 7) + i * 1000) as f64).collect::<Vec<_>>(),
+    );
     expect(
         got,
         "areas",
@@ -118,7 +128,8 @@ fn main() {
     let run = cargo_offload(&ws, &["run", "--release", "--offload-arch=host", "-p", "app"]);
     let stderr = run.stderr_utf8();
     // One progress line per pass.
-    for pass in ["host metadata pass", "device pass host", "image host: shared object", "host pass"] {
+    for pass in ["host metadata pass", "device pass host", "image host: shared object", "host pass"]
+    {
         assert!(stderr.contains(&format!("[cargo offload] {pass}")), "no `{pass}` line:\n{stderr}");
     }
     let got = results(&run.stdout_utf8());
@@ -140,13 +151,23 @@ fn main() {
 
     // A second program of the workspace, picked by name; without a name, `run` refuses to
     // guess.
-    let second = cargo_offload(&ws, &["run", "--release", "--offload-arch=host", "--example", "second"]);
+    let second =
+        cargo_offload(&ws, &["run", "--release", "--offload-arch=host", "--example", "second"]);
     assert_eq!(second.stdout_utf8().trim(), "second: 42 42 42 42 42 42 42 42");
-    let several = cargo_offload_fails(&ws, &["run", "--release", "--offload-arch=host", "--bins", "--examples"]);
-    assert!(several.stderr_utf8().contains("programs; pick one with `--bin NAME` or `--example NAME`"));
+    let several = cargo_offload_fails(
+        &ws,
+        &["run", "--release", "--offload-arch=host", "--bins", "--examples"],
+    );
+    assert!(
+        several.stderr_utf8().contains("programs; pick one with `--bin NAME` or `--example NAME`")
+    );
     // A kernel launched from a test harness: `cargo offload test` runs the workspace's tests.
     let tests = cargo_offload(&ws, &["test", "--release", "--offload-arch=host", "-p", "app"]);
-    assert!(tests.stdout_utf8().contains("test tests::add_index_on_the_device ... ok"), "{}", tests.stdout_utf8());
+    assert!(
+        tests.stdout_utf8().contains("test tests::add_index_on_the_device ... ok"),
+        "{}",
+        tests.stdout_utf8()
+    );
 
     // A `cdylib` that launches a kernel, called from a C program.
     cargo_offload(&ws, &["build", "--release", "--offload-arch=host", "-p", "clib"]);
@@ -170,6 +191,9 @@ fn main() {
     let stdout = run.stdout_utf8();
     for kernel in ["saxpy", "stencil3", "sum_reduce"] {
         let line = stdout.lines().find(|l| l.starts_with(&format!("{kernel}:"))).unwrap_or("");
-        assert!(line.ends_with(": ok"), "the example's `{kernel}` on the CPU device: {line:?}\n{stdout}");
+        assert!(
+            line.ends_with(": ok"),
+            "the example's `{kernel}` on the CPU device: {line:?}\n{stdout}"
+        );
     }
 }

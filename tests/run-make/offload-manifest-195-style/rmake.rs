@@ -89,8 +89,15 @@ fn main() {
         let image = dir.join("host.out");
         let ir = image_ir(&image, target);
         assert_eq!(exported_functions(&ir), launched, "{target}: the image's exports");
-        assert!(!ir.contains("suite_never_launched"), "{target}: an unlaunched kernel is in the image");
-        assert_eq!(vendor_check(&image, target).kernels, launched, "{target}: the vendors' kernels");
+        assert!(
+            !ir.contains("suite_never_launched"),
+            "{target}: an unlaunched kernel is in the image"
+        );
+        assert_eq!(
+            vendor_check(&image, target).kernels,
+            launched,
+            "{target}: the vendors' kernels"
+        );
 
         // The host pass checks the image against its launches: this image defines them all.
         // An image without `suite_minmax` (from a manifest that lacks it; the cdylib's one
@@ -123,7 +130,10 @@ fn main() {
         device_pass(target, cpu, "Device", &base_dir);
         let base_ir = image_ir(&base_dir.join("host.out"), target);
         for kernel in LAUNCHED.iter().chain(&["suite_never_launched"]) {
-            assert!(base_ir.contains(&format!("@{kernel}(")), "{target}: base image lacks {kernel}");
+            assert!(
+                base_ir.contains(&format!("@{kernel}(")),
+                "{target}: base image lacks {kernel}"
+            );
         }
     }
 }

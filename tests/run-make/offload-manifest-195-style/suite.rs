@@ -20,7 +20,8 @@ unsafe extern "C" {
 #[unsafe(no_mangle)]
 #[rustc_offload_kernel]
 pub unsafe extern "gpu-kernel" fn suite_daxpy(n: usize, a: f64, x: *const f64, y: *mut f64) {
-    let (x, y) = unsafe { (core::slice::from_raw_parts(x, n), core::slice::from_raw_parts_mut(y, n)) };
+    let (x, y) =
+        unsafe { (core::slice::from_raw_parts(x, n), core::slice::from_raw_parts_mut(y, n)) };
     for (y, x) in y.iter_mut().zip(x) {
         *y += a * x;
     }
@@ -38,8 +39,9 @@ pub unsafe extern "gpu-kernel" fn suite_dot(n: usize, x: *const f64, y: *const f
 #[unsafe(no_mangle)]
 #[rustc_offload_kernel]
 pub unsafe extern "gpu-kernel" fn suite_stencil3(n: usize, input: *const f32, output: *mut f32) {
-    let (input, output) =
-        unsafe { (core::slice::from_raw_parts(input, n), core::slice::from_raw_parts_mut(output, n)) };
+    let (input, output) = unsafe {
+        (core::slice::from_raw_parts(input, n), core::slice::from_raw_parts_mut(output, n))
+    };
     for i in 1..n - 1 {
         output[i] = (input[i - 1] + input[i] + input[i + 1]) / 3.0;
     }

@@ -19,5 +19,10 @@ pub fn axpy(a: f32, x: *const [f32; 16], y: *mut [f32; 16]) {
 
 #[cfg(target_arch = "x86_64")]
 pub fn launch(a: f32, x: &[f32; 16], y: &mut [f32; 16]) {
-    core::intrinsics::offload::<_, _, ()>(axpy, [1, 1, 1], [16, 1, 1], (a, x as *const _, y as *mut _))
+    core::intrinsics::offload::<_, _, ()>(
+        axpy,
+        [1, 1, 1],
+        [16, 1, 1],
+        (a, x as *const _, y as *mut _),
+    )
 }

@@ -29,5 +29,10 @@ pub fn k<T: Copy>(x: *mut [u32; 4], _w: *const T) {
 #[cfg(all(target_arch = "x86_64", not(lifetime)))]
 pub fn launch(x: &mut [u32; 4]) {
     let w = W(5u32);
-    core::intrinsics::offload::<_, _, ()>(k::<W<u32>>, [1, 1, 1], [1, 1, 1], (x as *mut _, &w as *const _))
+    core::intrinsics::offload::<_, _, ()>(
+        k::<W<u32>>,
+        [1, 1, 1],
+        [1, 1, 1],
+        (x as *mut _, &w as *const _),
+    )
 }

@@ -12,5 +12,10 @@ pub fn pick(out: *mut f32, x: *const [f32; 16], i: usize) {
 
 #[cfg(target_os = "linux")]
 pub fn launch(out: &mut f32, x: &[f32; 16], i: usize) {
-    core::intrinsics::offload::<_, _, ()>(pick, [1, 1, 1], [1, 1, 1], (out as *mut f32, x as *const _, i));
+    core::intrinsics::offload::<_, _, ()>(
+        pick,
+        [1, 1, 1],
+        [1, 1, 1],
+        (out as *mut f32, x as *const _, i),
+    );
 }

@@ -10,7 +10,12 @@ pub fn plain(x: *mut [f32; 16]) {
 
 #[cfg(closure)]
 pub fn launch(x: &mut [f32; 16]) {
-    core::intrinsics::offload::<_, _, ()>(|p: *mut [f32; 16]| unsafe { (*p)[0] = 1.0 }, [1, 1, 1], [1, 1, 1], (x as *mut _,))
+    core::intrinsics::offload::<_, _, ()>(
+        |p: *mut [f32; 16]| unsafe { (*p)[0] = 1.0 },
+        [1, 1, 1],
+        [1, 1, 1],
+        (x as *mut _,),
+    )
 }
 
 #[cfg(fn_pointer)]

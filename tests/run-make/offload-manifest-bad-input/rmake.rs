@@ -29,7 +29,7 @@ fn device(input: &str, manifest: &str) -> Rustc {
         .crate_type("lib")
         .edition("2024")
         .target(TARGET)
-            .sysroot(gpu_sysroot())
+        .sysroot(gpu_sysroot())
         .target_cpu("gfx90a")
         .arg(format!("-Zoffload=Device={manifest}"));
     r
@@ -49,40 +49,61 @@ fn main() {
     let good = rfs::read_to_string("good.json");
 
     // B1: no such file.
-    refused(&mut device("kernel.rs", "missing.json"), "cannot read the offload manifest `missing.json`");
+    refused(
+        &mut device("kernel.rs", "missing.json"),
+        "cannot read the offload manifest `missing.json`",
+    );
 
     // B2: empty, truncated, corrupted.
     rfs::write("empty.json", "");
-    refused(&mut device("kernel.rs", "empty.json"), "the offload manifest `empty.json` is damaged: the file is empty");
+    refused(
+        &mut device("kernel.rs", "empty.json"),
+        "the offload manifest `empty.json` is damaged: the file is empty",
+    );
     rfs::write("truncated.json", &good[..good.len() / 2]);
     refused(
         &mut device("kernel.rs", "truncated.json"),
         "the offload manifest `truncated.json` is damaged: it is not a complete manifest",
     );
     rfs::write("corrupted.json", good.replace("rustc-offload-manifest", "rustc-offload-manifesto"));
-    refused(&mut device("kernel.rs", "corrupted.json"), "its `magic` field is missing or not `rustc-offload-manifest`");
+    refused(
+        &mut device("kernel.rs", "corrupted.json"),
+        "its `magic` field is missing or not `rustc-offload-manifest`",
+    );
 
     // B3: another format version, another compiler.
     rfs::write("v1.json", good.replace("\"format_version\": 4", "\"format_version\": 1"));
-    refused(&mut device("kernel.rs", "v1.json"), "was written by another compiler or format (format 1");
+    refused(
+        &mut device("kernel.rs", "v1.json"),
+        "was written by another compiler or format (format 1",
+    );
     let commit = good.split("\"rustc_commit\": \"").nth(1).unwrap().split('"').next().unwrap();
-    rfs::write("other-rustc.json", good.replace(commit, "0000000000000000000000000000000000000000"));
-    refused(&mut device("kernel.rs", "other-rustc.json"), "compiler 0000000000000000000000000000000000000000");
+    rfs::write(
+        "other-rustc.json",
+        good.replace(commit, "0000000000000000000000000000000000000000"),
+    );
+    refused(
+        &mut device("kernel.rs", "other-rustc.json"),
+        "compiler 0000000000000000000000000000000000000000",
+    );
 
     // The host and the device lay out a kernel's parameter type differently (a field that
     // only the host target has): the runtime would copy 12 bytes into an 8-byte parameter.
     host("layout.rs").arg("-Zoffload=HostMetadata=layout.json").run();
     refused(
         &mut device("layout.rs", "layout.json"),
-        "disagree on the layout of kernel `layout::affine`: parameter 2 (`p`: `Params`) is 12 bytes \
-         aligned to 4 on the host and 8 bytes aligned to 4 here",
+        "disagree on the layout of kernel `layout::affine`: parameter 2 (`p`: `Params`) is 12 \
+         bytes aligned to 4 on the host and 8 bytes aligned to 4 here",
     );
 
     // A stale manifest whose generic argument changed kind: `W<T>` became `W<'a>`.
     host("kind.rs").arg("-Zoffload=HostMetadata=kind.json").run();
     let mut kind = device("kind.rs", "kind.json");
     kind.cfg("lifetime");
-    refused(&mut kind, "the offload manifest `kind.json` is stale: kernel `kind::k::<kind::W<u32>>`");
+    refused(
+        &mut kind,
+        "the offload manifest `kind.json` is stale: kernel `kind::k::<kind::W<u32>>`",
+    );
 
     // A stale manifest whose ADT argument no longer satisfies the ADT's bounds: refused before
     // the type is built.
@@ -98,12 +119,18 @@ fn main() {
     // B4: the kernel was renamed since the host metadata pass.
     let mut stale = device("kernel.rs", "good.json");
     stale.cfg("renamed");
-    refused(&mut stale, "the offload manifest `good.json` is stale: kernel `kernel::double`: no such item");
+    refused(
+        &mut stale,
+        "the offload manifest `good.json` is stale: kernel `kernel::double`: no such item",
+    );
 
     // B5: the manifest of another crate.
     let mut other = device("kernel.rs", "good.json");
     other.crate_name("unrelated");
-    refused(&mut other, "was made for the crate `kernel`, whose crate graph has no crate `unrelated`");
+    refused(
+        &mut other,
+        "was made for the crate `kernel`, whose crate graph has no crate `unrelated`",
+    );
 
     // B6: an unwritable manifest path.
     refused(
@@ -116,21 +143,39 @@ fn main() {
     let source = rfs::read("kernel.rs");
     refused(
         host("kernel.rs").arg("-Zoffload=HostMetadata=kernel.rs"),
-        "cannot write the offload manifest `kernel.rs` (`-Zoffload=HostMetadata`): the name is that of a compiler input or output",
+        "cannot write the offload manifest `kernel.rs` (`-Zoffload=HostMetadata`): the name is \
+         that of a compiler input or output",
     );
     assert_eq!(rfs::read("kernel.rs"), source, "the host metadata pass overwrote the source");
     rfs::copy("kernel.rs", "source.json");
-    refused(host("source.json").arg("-Zoffload=HostMetadata=source.json"), "it is the crate's source file");
+    refused(
+        host("source.json").arg("-Zoffload=HostMetadata=source.json"),
+        "it is the crate's source file",
+    );
     assert_eq!(rfs::read("source.json"), source, "the host metadata pass overwrote the source");
     rfs::create_dir("a-folder");
-    refused(host("kernel.rs").arg("-Zoffload=HostMetadata=a-folder"), "it exists and is not a regular file");
-    refused(host("kernel.rs").arg("-Zoffload=HostMetadata=libkernel.rlib"), "the name is that of a compiler input or output");
+    refused(
+        host("kernel.rs").arg("-Zoffload=HostMetadata=a-folder"),
+        "it exists and is not a regular file",
+    );
+    refused(
+        host("kernel.rs").arg("-Zoffload=HostMetadata=libkernel.rlib"),
+        "the name is that of a compiler input or output",
+    );
 
     // The host metadata pass on a GPU target, or together with another pass.
     let mut on_gpu = rustc();
-    on_gpu.input("kernel.rs").crate_type("lib").edition("2024").target(TARGET).sysroot(gpu_sysroot());
+    on_gpu
+        .input("kernel.rs")
+        .crate_type("lib")
+        .edition("2024")
+        .target(TARGET)
+        .sysroot(gpu_sysroot());
     on_gpu.target_cpu("gfx90a").arg("-Zoffload=HostMetadata=gpu.json");
-    refused(&mut on_gpu, "is the host metadata pass: it runs alone, for the host target (not `amdgcn-amd-amdhsa`)");
+    refused(
+        &mut on_gpu,
+        "is the host metadata pass: it runs alone, for the host target (not `amdgcn-amd-amdhsa`)",
+    );
     refused(
         host("kernel.rs").arg("-Zoffload=HostMetadata=both.json,Host=/nonexistent/host.out"),
         "is the host metadata pass: it runs alone",
@@ -170,7 +215,8 @@ fn main() {
     // (Its arguments no longer fit the ADT: `KernelTy::to_ty` refuses to build the type.)
     refused(
         &mut shape,
-        "kernel `more::gk::<more::L<u8>>`: a generic argument names a type that no longer exists or no longer has that shape",
+        "kernel `more::gk::<more::L<u8>>`: a generic argument names a type that no longer exists \
+         or no longer has that shape",
     );
 
     // Code whose error only codegen would report (a value too large for the target): the pass
@@ -197,12 +243,23 @@ fn main() {
         .arg("-Zoffload=HostMetadata=nothing.json")
         .run()
         .assert_stderr_contains("warning: the offload manifest `nothing.json` lists no kernels");
-    refused(&mut device("nothing.rs", "nothing.json"), "the offload manifest `nothing.json` lists no kernels");
+    refused(
+        &mut device("nothing.rs", "nothing.json"),
+        "the offload manifest `nothing.json` lists no kernels",
+    );
     let mut bare = rustc();
-    bare.input("nothing.rs").crate_type("lib").edition("2024").target(TARGET)
-            .sysroot(gpu_sysroot()).target_cpu("gfx90a");
+    bare.input("nothing.rs")
+        .crate_type("lib")
+        .edition("2024")
+        .target(TARGET)
+        .sysroot(gpu_sysroot())
+        .target_cpu("gfx90a");
     bare.arg("-Zoffload=Device");
-    refused(&mut bare, "the generic offload kernel `generic_fill` cannot be compiled by `-Zoffload=Device` without a manifest");
+    refused(
+        &mut bare,
+        "the generic offload kernel `generic_fill` cannot be compiled by `-Zoffload=Device` \
+         without a manifest",
+    );
 
     // B9: a cdylib with fat LTO and panic=abort through the manifest-driven device pass: the
     // image holds the kernel, linking a GPU dynamic library is skipped with a note, and the
@@ -215,7 +272,7 @@ fn main() {
         .crate_type("cdylib")
         .edition("2024")
         .target(TARGET)
-            .sysroot(gpu_sysroot())
+        .sysroot(gpu_sysroot())
         .target_cpu("gfx90a")
         .arg("-Clto=fat")
         .panic("abort")

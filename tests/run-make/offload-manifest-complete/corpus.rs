@@ -41,20 +41,16 @@ pub fn gather(out: *mut f32, x: *const f32, idx: *const u32, n: usize) {
 pub fn strided_dot(out: *mut f32, a: *const f32, b: *const f32, n: usize) {
     let (a, b) = unsafe { (core::slice::from_raw_parts(a, n), core::slice::from_raw_parts(b, n)) };
     let weight = |i: usize| if i % 2 == 0 { 1.0 } else { 0.5 };
-    let sum: f32 = a
-        .iter()
-        .zip(b)
-        .step_by(2)
-        .enumerate()
-        .map(|(i, (x, y))| weight(i) * x * y)
-        .sum();
+    let sum: f32 =
+        a.iter().zip(b).step_by(2).enumerate().map(|(i, (x, y))| weight(i) * x * y).sum();
     unsafe { *out = sum };
 }
 
 /// Integer division (panics on zero), `Option::unwrap`, `checked_*`.
 #[rustc_offload_kernel]
 pub fn divide(a: *mut u32, d: *const u32, n: usize) {
-    let (a, d) = unsafe { (core::slice::from_raw_parts_mut(a, n), core::slice::from_raw_parts(d, n)) };
+    let (a, d) =
+        unsafe { (core::slice::from_raw_parts_mut(a, n), core::slice::from_raw_parts(d, n)) };
     for (v, d) in a.iter_mut().zip(d) {
         *v = *v / *d + v.checked_rem(*d).unwrap();
     }
@@ -64,8 +60,9 @@ pub fn divide(a: *mut u32, d: *const u32, n: usize) {
 /// declaration), and a dependency function bound by symbol (S12).
 #[rustc_offload_kernel]
 pub fn tables(out: *mut f32, bits: *mut u32, n: usize) {
-    let (out, bits) =
-        unsafe { (core::slice::from_raw_parts_mut(out, n), core::slice::from_raw_parts_mut(bits, n)) };
+    let (out, bits) = unsafe {
+        (core::slice::from_raw_parts_mut(out, n), core::slice::from_raw_parts_mut(bits, n))
+    };
     for (i, (o, b)) in out.iter_mut().zip(bits.iter_mut()).enumerate() {
         *o = unsafe { devlib_saturate(devlib::poly(*o)) };
         *b = LOCAL_LUT[(*b & 15) as usize] + unsafe { DEVLIB_TABLE[i % 8] };
@@ -131,7 +128,8 @@ pub fn axpy<T: Copy + core::ops::Mul<Output = T> + core::ops::Add<Output = T>>(
     a: T,
     n: usize,
 ) {
-    let (y, x) = unsafe { (core::slice::from_raw_parts_mut(y, n), core::slice::from_raw_parts(x, n)) };
+    let (y, x) =
+        unsafe { (core::slice::from_raw_parts_mut(y, n), core::slice::from_raw_parts(x, n)) };
     for (y, x) in y.iter_mut().zip(x) {
         *y = a * *x + *y;
     }
@@ -177,7 +175,8 @@ static OPS: [fn(f32) -> f32; 3] = [double, square, negate];
 
 #[rustc_offload_kernel]
 pub fn apply_ops(x: *mut f32, ops: *const u32, n: usize) {
-    let (x, ops) = unsafe { (core::slice::from_raw_parts_mut(x, n), core::slice::from_raw_parts(ops, n)) };
+    let (x, ops) =
+        unsafe { (core::slice::from_raw_parts_mut(x, n), core::slice::from_raw_parts(ops, n)) };
     for (v, op) in x.iter_mut().zip(ops) {
         *v = OPS[*op as usize % 3](*v);
     }
@@ -186,7 +185,8 @@ pub fn apply_ops(x: *mut f32, ops: *const u32, n: usize) {
 /// 128-bit integers: multiplication and division.
 #[rustc_offload_kernel]
 pub fn wide(a: *mut u64, b: *const u64, n: usize) {
-    let (a, b) = unsafe { (core::slice::from_raw_parts_mut(a, n), core::slice::from_raw_parts(b, n)) };
+    let (a, b) =
+        unsafe { (core::slice::from_raw_parts_mut(a, n), core::slice::from_raw_parts(b, n)) };
     for (a, b) in a.iter_mut().zip(b) {
         let p = *a as i128 * *b as i128;
         *a = (p / (*b as i128 | 1)) as u64;

@@ -140,7 +140,10 @@ fn check_image(image: &Path, target: &str, opt: &str, symbols: &BTreeSet<String>
     // fallback bodies of intrinsics that the backend implements itself).
     if opt != "0" {
         let unreached = unreached_functions(&ir);
-        assert!(unreached.is_empty(), "{target} -O{opt}: functions no kernel reaches: {unreached:?}");
+        assert!(
+            unreached.is_empty(),
+            "{target} -O{opt}: functions no kernel reaches: {unreached:?}"
+        );
     }
     let report = vendor_check(image, target);
     assert_eq!(&report.kernels, symbols, "{target} -O{opt}: the kernels the vendors' tools see");

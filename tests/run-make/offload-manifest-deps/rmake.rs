@@ -64,13 +64,18 @@ fn main() {
     // GPU.) `-Zmir-opt-level` given explicitly wins. (`lender` is `dep.rs` under another crate
     // name, compiled to metadata only, as its device pass would refuse a crate outside the
     // manifest's graph at codegen. The GVN dumps show that the dump is where this looks.)
-    for (krate, level, gvn_expected) in
-        [("dep", None, true), ("dep", Some("1"), false), ("lender", None, true), ("lender", Some("1"), false)]
-    {
+    for (krate, level, gvn_expected) in [
+        ("dep", None, true),
+        ("dep", Some("1"), false),
+        ("lender", None, true),
+        ("lender", Some("1"), false),
+    ] {
         let name = format!("{krate}-{}", level.unwrap_or("default"));
         let dump = cwd().join(format!("mir-{name}"));
         let mut dep = dep_device_pass(&manifest, &cwd().join(format!("out-{name}")));
-        dep.crate_name(krate).arg("-Zdump-mir=GVN").arg(format!("-Zdump-mir-dir={}", dump.display()));
+        dep.crate_name(krate)
+            .arg("-Zdump-mir=GVN")
+            .arg(format!("-Zdump-mir-dir={}", dump.display()));
         if krate == "lender" {
             dep.emit("metadata");
         }

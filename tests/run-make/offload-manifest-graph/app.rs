@@ -23,8 +23,18 @@ pub fn fill(x: *mut [f32; 32]) {
 #[inline(never)]
 pub fn run(x: &mut [f32; 32], y: &[f32; 32], z: &mut [f64; 32], w: &mut [i32; 32]) {
     core::intrinsics::offload::<_, _, ()>(fill, [1, 1, 1], [32, 1, 1], (x as *mut _,));
-    core::intrinsics::offload::<_, _, ()>(kernels::scale::<f32>, [1, 1, 1], [32, 1, 1], (x as *mut _, 0.5f32));
-    core::intrinsics::offload::<_, _, ()>(kernels::axpy, [1, 1, 1], [32, 1, 1], (x as *mut _, y as *const _));
+    core::intrinsics::offload::<_, _, ()>(
+        kernels::scale::<f32>,
+        [1, 1, 1],
+        [32, 1, 1],
+        (x as *mut _, 0.5f32),
+    );
+    core::intrinsics::offload::<_, _, ()>(
+        kernels::axpy,
+        [1, 1, 1],
+        [32, 1, 1],
+        (x as *mut _, y as *const _),
+    );
     mid::mid_launch(x, y, z);
     util::util_launch(w);
 }

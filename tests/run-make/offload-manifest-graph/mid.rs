@@ -18,7 +18,17 @@ pub fn norm(x: *mut [f64; 32]) {
 #[cfg(target_arch = "x86_64")]
 #[inline(never)]
 pub fn mid_launch(x: &mut [f32; 32], y: &[f32; 32], z: &mut [f64; 32]) {
-    core::intrinsics::offload::<_, _, ()>(kernels::axpy, [1, 1, 1], [32, 1, 1], (x as *mut _, y as *const _));
-    core::intrinsics::offload::<_, _, ()>(kernels::scale::<f64>, [1, 1, 1], [32, 1, 1], (z as *mut _, 2.0f64));
+    core::intrinsics::offload::<_, _, ()>(
+        kernels::axpy,
+        [1, 1, 1],
+        [32, 1, 1],
+        (x as *mut _, y as *const _),
+    );
+    core::intrinsics::offload::<_, _, ()>(
+        kernels::scale::<f64>,
+        [1, 1, 1],
+        [32, 1, 1],
+        (z as *mut _, 2.0f64),
+    );
     core::intrinsics::offload::<_, _, ()>(norm, [1, 1, 1], [32, 1, 1], (z as *mut _,));
 }

@@ -70,7 +70,11 @@ fn main() {
     // and the manifest of its own graph to the shared path.
     let host_metadata = |name: &str, deps: &[&str], extra: &[&str]| {
         let mut r = krate(name, deps, &meta, "rmeta");
-        r.opt_level("3").metadata(&format!("{name}-check")).emit("metadata").out_dir(&meta).arg(&flag);
+        r.opt_level("3")
+            .metadata(&format!("{name}-check"))
+            .emit("metadata")
+            .out_dir(&meta)
+            .arg(&flag);
         r.args(extra);
         r.run()
     };
@@ -90,7 +94,10 @@ fn main() {
 
     // A sibling replaces `mid`'s manifest with its own; `mid`'s launches are in its rmeta.
     host_metadata("util", &["kernels"], &[]);
-    assert_eq!(kernels_of(&manifest), ("util".to_string(), entries(&[("kernels::scale::<i32>", json!(["util"]))])));
+    assert_eq!(
+        kernels_of(&manifest),
+        ("util".to_string(), entries(&[("kernels::scale::<i32>", json!(["util"]))]))
+    );
 
     host_metadata("app", &["kernels", "mid", "util"], &[]);
     let app_kernels = entries(&[
@@ -109,7 +116,10 @@ fn main() {
     // changes some bytes of an rmeta by itself, so the rmeta comparison runs without it.)
     host_metadata("mid", &["kernels"], &[]);
     assert_eq!(kernels_of(&manifest), ("mid".to_string(), mid_kernels));
-    assert!(rfs::read(meta.join("libmid.rmeta")) == mid_rmeta, "the rmeta of `mid` is not deterministic");
+    assert!(
+        rfs::read(meta.join("libmid.rmeta")) == mid_rmeta,
+        "the rmeta of `mid` is not deterministic"
+    );
     host_metadata("app", &["kernels", "mid", "util"], &["-Zthreads=4"]);
     assert_eq!(rfs::read(&manifest), union, "the union is not deterministic");
 
@@ -122,8 +132,8 @@ fn main() {
         .arg("-Zoffload=HostMetadata=notes.json")
         .run_fail()
         .assert_stderr_contains(
-            "error: cannot write the offload manifest `notes.json` (`-Zoffload=HostMetadata`): the file exists and \
-             is not an offload manifest",
+            "error: cannot write the offload manifest `notes.json` (`-Zoffload=HostMetadata`): \
+             the file exists and is not an offload manifest",
         )
         .assert_stderr_contains("help: remove the file, or name another path for the manifest");
     assert_eq!(rfs::read_to_string("notes.json"), notes);
@@ -153,7 +163,11 @@ fn main() {
             .run();
         rfs::copy(out.join(format!("lib{name}.rlib")), device.join(format!("lib{name}.rlib")));
         image = out.join("host.out");
-        assert_eq!(image.exists(), name == "app", "crate `{name}`: wrong crate wrote the device image");
+        assert_eq!(
+            image.exists(),
+            name == "app",
+            "crate `{name}`: wrong crate wrote the device image"
+        );
     }
     let ir = image_ir(&image, TARGET);
     assert_eq!(exported_functions(&ir), symbols);
@@ -173,7 +187,9 @@ fn main() {
         .out_dir(device.join("refused"))
         .arg(&device_flag)
         .run_fail()
-        .assert_stderr_contains("was made for the crate `other`, whose crate graph has no crate `app`");
+        .assert_stderr_contains(
+            "was made for the crate `other`, whose crate graph has no crate `app`",
+        );
 
     // Host pass: each crate's host object launches, by the symbols of the image, exactly the
     // kernels that the manifest says the crate launches.

@@ -7,5 +7,10 @@
 #[cfg(target_arch = "x86_64")]
 #[inline(never)]
 pub fn util_launch(x: &mut [i32; 32]) {
-    core::intrinsics::offload::<_, _, ()>(kernels::scale::<i32>, [1, 1, 1], [32, 1, 1], (x as *mut _, 3i32));
+    core::intrinsics::offload::<_, _, ()>(
+        kernels::scale::<i32>,
+        [1, 1, 1],
+        [32, 1, 1],
+        (x as *mut _, 3i32),
+    );
 }

@@ -168,7 +168,8 @@ fn two_versions_of_one_crate() {
         .iter()
         .map(|k| {
             let symbol = k["symbol"].as_str().unwrap();
-            let body = ir.split(&format!("@{symbol}(")).nth(1).unwrap().split("\n}").next().unwrap();
+            let body =
+                ir.split(&format!("@{symbol}(")).nth(1).unwrap().split("\n}").next().unwrap();
             match (body.contains("1111"), body.contains("2222")) {
                 (true, false) => "1111",
                 (false, true) => "2222",
@@ -202,13 +203,21 @@ fn two_versions_of_one_crate() {
         .run();
     let nvptx_image = nvptx_app.join("host.out");
     assert_eq!(exported_functions(&image_ir(&nvptx_image, NVPTX)), symbols, "nvptx image");
-    assert_eq!(vendor_check(&nvptx_image, NVPTX).kernels, symbols, "nvptx: the vendors' tools' kernels");
+    assert_eq!(
+        vendor_check(&nvptx_image, NVPTX).kernels,
+        symbols,
+        "nvptx: the vendors' tools' kernels"
+    );
 
     // Host pass: `app` launches both symbols.
     for v in ["1", "2"] {
         let out = cwd().join(format!("host/v{v}"));
         rfs::create_dir_all(&out);
-        host(&format!("kern_v{v}/lib.rs")).crate_name("kern").metadata(&format!("hp-v{v}")).out_dir(&out).run();
+        host(&format!("kern_v{v}/lib.rs"))
+            .crate_name("kern")
+            .metadata(&format!("hp-v{v}"))
+            .out_dir(&out)
+            .run();
     }
     let host_out = cwd().join("host/app");
     rfs::create_dir_all(&host_out);
@@ -274,8 +283,8 @@ fn two_versions_of_one_crate() {
         .arg(format!("-Zoffload=HostMetadata={}", cwd().join("same.json").display()));
     refused(
         &mut same,
-        &["the offload kernel `kern::fill` names the crate `kern`, which this crate graph holds more \
-           than once with byte-identical root files"],
+        &["the offload kernel `kern::fill` names the crate `kern`, which this crate graph holds \
+           more than once with byte-identical root files"],
     );
 }
 
@@ -295,7 +304,8 @@ fn incremental_build_sees_the_root_file() {
         }
         r.run();
         let ir = rfs::read_to_string(out.join("edit.ll"));
-        let entry = ir.split("@.offloading.entry_name.").nth(1).expect("no offload launch in the host IR");
+        let entry =
+            ir.split("@.offloading.entry_name.").nth(1).expect("no offload launch in the host IR");
         entry.split(' ').next().unwrap().to_string()
     };
     let before = launched("incremental-1", true);
@@ -392,10 +402,8 @@ fn shifted_disambiguator() {
     rfs::create_dir_all(&out);
     refused(
         device("shift.rs", &manifest).out_dir(&out),
-        &[
-            "shift.json` is stale: kernel `shift::_#1::fill`: its definition is not the one the \
-             host metadata pass recorded",
-        ],
+        &["shift.json` is stale: kernel `shift::_#1::fill`: its definition is not the one the \
+             host metadata pass recorded"],
     );
     assert!(!out.join("host.out").exists(), "an image with the other kernel was written");
 }
@@ -416,20 +424,16 @@ fn edited_kernel() {
     rfs::write("edit_kernels.rs", kernels.replace("*v *= 2.0;", "*v *= 3.0;"));
     refused(
         device("edit.rs", &manifest).out_dir(&out),
-        &[
-            "edit.json` is stale: kernel `edit::kernels::scale`: its definition is not the one the \
-             host metadata pass recorded",
-        ],
+        &["edit.json` is stale: kernel `edit::kernels::scale`: its definition is not the one the \
+             host metadata pass recorded"],
     );
     rfs::write("edit_kernels.rs", kernels);
     let root = rfs::read_to_string("edit.rs");
     rfs::write("edit.rs", format!("{root}\n// edited\n"));
     refused(
         device("edit.rs", &manifest).out_dir(&out),
-        &[
-            "edit.json` is stale: kernel `edit::kernels::scale`: no crate `edit` of this crate \
-             graph has the root source that the host metadata pass saw",
-        ],
+        &["edit.json` is stale: kernel `edit::kernels::scale`: no crate `edit` of this crate \
+             graph has the root source that the host metadata pass saw"],
     );
     rfs::write("edit.rs", root);
     assert!(!out.join("host.out").exists(), "a stale manifest built an image");
@@ -469,7 +473,8 @@ fn manifest_path_out_of_the_crate_hash() {
 /// the `rustc = "..."` line of the tree's `bootstrap.toml`.
 fn stock_rustc() -> String {
     let config = rfs::read_to_string(source_root().join("bootstrap.toml"));
-    let line = config.lines().find(|l| l.trim_start().starts_with("rustc =")).expect("no stage-0 rustc");
+    let line =
+        config.lines().find(|l| l.trim_start().starts_with("rustc =")).expect("no stage-0 rustc");
     line.split('"').nth(1).unwrap().to_string()
 }
 
@@ -483,7 +488,8 @@ fn stock_and_fork_refuse_each_other() {
     for (maker, reader) in [("stock", "fork"), ("fork", "stock")] {
         let dir = cwd().join(format!("{maker}-made"));
         rfs::create_dir_all(&dir);
-        let compiler = |who: &str| if who == "stock" { cmd(stock_rustc()) } else { cmd(env_rustc()) };
+        let compiler =
+            |who: &str| if who == "stock" { cmd(stock_rustc()) } else { cmd(env_rustc()) };
         compiler(maker)
             .args(["plain.rs", "--crate-type", "rlib", "--edition", "2024", "--out-dir"])
             .arg(&dir)

@@ -11,14 +11,21 @@ use run_make_support::{CompletedProcess, cmd, env_var, rfs, source_root};
 /// Bootstrap's cargo: the `cargo = "..."` line of the tree's `bootstrap.toml`.
 pub fn stage0_cargo() -> PathBuf {
     let config = rfs::read_to_string(source_root().join("bootstrap.toml"));
-    let line = config.lines().find(|l| l.trim_start().starts_with("cargo =")).expect("bootstrap.toml names no cargo");
+    let line = config
+        .lines()
+        .find(|l| l.trim_start().starts_with("cargo ="))
+        .expect("bootstrap.toml names no cargo");
     PathBuf::from(line.split('"').nth(1).expect("cargo = \"PATH\""))
 }
 
 /// The folder of the installed `cargo-offload`.
 pub fn offload_tools_bin() -> PathBuf {
     let bin = PathBuf::from(env_var("BUILD_ROOT")).join("offload-tools/bin");
-    assert!(bin.join("cargo-offload").is_file(), "{} has no cargo-offload: run `./x.py build`", bin.display());
+    assert!(
+        bin.join("cargo-offload").is_file(),
+        "{} has no cargo-offload: run `./x.py build`",
+        bin.display()
+    );
     bin
 }
 
@@ -40,7 +47,10 @@ fn run(dir: &Path, args: &[&str], succeed: bool) -> CompletedProcess {
         .env("RUSTC", env_var("RUSTC"))
         .env("RUSTC_BOOTSTRAP", "1")
         .env("CARGO_TARGET_DIR", dir.join("target"))
-        .env("CARGO_OFFLOAD_CUDA_BIN", PathBuf::from(env_var("BUILD_ROOT")).join("offload-cuda/bin"))
+        .env(
+            "CARGO_OFFLOAD_CUDA_BIN",
+            PathBuf::from(env_var("BUILD_ROOT")).join("offload-cuda/bin"),
+        )
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_MAKEFLAGS")

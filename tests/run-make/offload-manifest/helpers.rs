@@ -133,8 +133,12 @@ pub fn vendor_result(image: &Path, target: &str) -> Result<VendorReport, String>
         "nvptx64-nvidia-cuda" => {
             let ptx = dir.join("image.ptx");
             let cubin = dir.join("image.cubin");
-            let llc =
-                cmd(llvm_tool("llc")).arg("-mcpu=sm_90").arg(&bc).arg("-o").arg(&ptx).run_unchecked();
+            let llc = cmd(llvm_tool("llc"))
+                .arg("-mcpu=sm_90")
+                .arg(&bc)
+                .arg("-o")
+                .arg(&ptx)
+                .run_unchecked();
             accepted("llc", llc)?;
             let ptxas = cmd(cuda_tool("ptxas"))
                 .arg("-arch=sm_90")

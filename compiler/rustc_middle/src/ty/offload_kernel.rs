@@ -18,15 +18,15 @@
 //!   arrays, slices, tuples, and ADTs named by `ItemPath`. Lifetimes are erased. Other kinds
 //!   (const generics, closures, `dyn`) are refused with a diagnostic by the callers.
 //!
-//! The symbol ([`kernel_symbol`]) is derived from that identity and the kernel's
-//! [definition fingerprint](kernel_definition), never from a `StableCrateId`, so the device
-//! pass defines and the host pass launches the same name even when the two passes see
-//! different `-C metadata`: `_offload_kernel_<item name>_<16 hex digits>`, the digits being
-//! the 64-bit `StableHasher` hash of the identity's [`Display`](fmt::Display) text, the source
-//! fingerprint of every crate it names and the definition fingerprint. `StableHasher` is the
-//! compiler's platform-independent hasher, so the host and the GPU target compute the same
-//! digits; two versions of one crate in one graph give their kernels two symbols, and an
-//! edited kernel gets a new one, which an image built before the edit does not define.
+//! The symbol (query `offload_kernel_symbol`, provided by `rustc_symbol_mangling::offload`) is
+//! derived from that identity and the kernel's [definition fingerprint](kernel_definition), never
+//! from a `StableCrateId`, so the device pass defines and the host pass launches the same name even
+//! when the two passes see different `-C metadata`: `_offload_kernel_<item name>_<16 hex digits>`,
+//! the digits being the 64-bit `StableHasher` hash of the identity's [`Display`](fmt::Display)
+//! text, the source fingerprint of every crate it names and the definition fingerprint.
+//! `StableHasher` is the compiler's platform-independent hasher, so the host and the GPU target
+//! compute the same digits; two versions of one crate in one graph give their kernels two symbols,
+//! and an edited kernel gets a new one, which an image built before the edit does not define.
 //!
 //! # Which crate
 //!
@@ -53,7 +53,8 @@ use rustc_hashes::Hash64;
 use rustc_hir::def::DefKind;
 use rustc_hir::def_id::{CrateNum, DefId, LOCAL_CRATE};
 use rustc_hir::definitions::{DefKey, DefPathData, DisambiguatedDefPathData};
-use rustc_span::Symbol;
+use rustc_macros::Diagnostic;
+use rustc_span::{Span, Symbol};
 
 use crate::ty::{self, GenericArgKind, Instance, Ty, TyCtxt};
 
@@ -304,9 +305,10 @@ impl KernelTy {
     /// is checked against this session before the type that holds it is built, so a stale tree
     /// never reaches a query as an ill-formed type: an ADT must resolve to a struct, enum or
     /// union whose generic parameters take arguments of these kinds and this number, and whose
-    /// bounds these arguments do not provably violate (`instantiate_and_check_impossible_predicates`;
-    /// an ambiguous bound passes here and is checked again when the kernel instance is
-    /// resolved); the element of an array or slice must be `Sized`.
+    /// bounds these arguments do not provably violate
+    /// (`instantiate_and_check_impossible_predicates`; an ambiguous bound passes here and is
+    /// checked again when the kernel instance is resolved); the element of an array or slice
+    /// must be `Sized`.
     pub fn to_ty<'tcx>(&self, tcx: TyCtxt<'tcx>) -> Option<Ty<'tcx>> {
         let sized = |ty: Ty<'tcx>| ty.is_sized(tcx, ty::TypingEnv::fully_monomorphized());
         Some(match self {
@@ -551,36 +553,18 @@ impl fmt::Display for KernelIdentity {
     }
 }
 
-/// The symbol of the kernel instance with this identity and this [definition
-/// fingerprint](kernel_definition) of its item: `_offload_kernel_<item name>_<16 hex digits>`,
-/// the 64-bit `StableHasher` hash of the identity text, the source fingerprint of each crate it
-/// names (the kernel's, then those of the ADTs in its arguments, in pre-order) and the
-/// definition fingerprint. An edit of the kernel's file gives the kernel another symbol, so an
-/// offload image built from the older source does not define what the host pass launches (the
-/// host pass checks). Only ASCII letters, digits and `_`, which every GPU assembler accepts.
-pub fn identity_symbol(identity: &KernelIdentity, definition: &str) -> String {
-    let mut hasher = StableHasher::new();
-    std::hash::Hash::hash(identity.to_string().as_str(), &mut hasher);
-    for path in identity.item_paths() {
-        std::hash::Hash::hash(path.crate_source.as_str(), &mut hasher);
-    }
-    std::hash::Hash::hash(definition, &mut hasher);
-    let hash: Hash64 = hasher.finish();
-    let name: String = identity
-        .item
-        .components
-        .last()
-        .and_then(|c| c.name.as_deref())
-        .unwrap_or("kernel")
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    format!("_offload_kernel_{name}_{:016x}", hash.as_u64())
-}
-
-/// The symbol of a kernel instance, if it has a target-independent identity (see the module
-/// documentation); None otherwise, and the caller falls back to the usual mangling.
-pub fn kernel_symbol<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>) -> Option<String> {
-    let identity = KernelIdentity::of(tcx, instance).ok()?;
-    Some(identity_symbol(&identity, &kernel_definition(tcx, instance.def_id())))
+/// A launch through `core::intrinsics::offload` of something that is not a kernel. The host
+/// metadata pass reports it while collecting launches (`rustc_monomorphize`), for a function
+/// item without the attribute too; a host pass reports a launch of anything but a function item
+/// while generating it (`rustc_codegen_llvm`).
+#[derive(Diagnostic)]
+#[diag("`offload` launches `{$launched}`, which is not a `#[rustc_offload_kernel]` function")]
+#[help(
+    "launch a function item marked `#[rustc_offload_kernel]`, or a kernel declared in an \
+     `extern` block; closures, function pointers and other functions cannot run as GPU kernels"
+)]
+pub struct OffloadLaunchNotAKernel {
+    #[primary_span]
+    pub span: Span,
+    pub launched: String,
 }

@@ -211,7 +211,7 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
     build(project, cache)?;
     if paths.is_empty() {
         crate::style::rustfmt(cache)?;
-        crate::style::tidy(cache)?;
+        crate::style::tidy(project, cache)?;
         let timer = Timer::start("TEST", "manifest printer and cargo-offload tests (cargo test, offline)");
         test_manifest_tool(project, cache)?;
         test_cargo_offload(project, cache)?;

@@ -76,7 +76,7 @@ fn main() -> ExitCode {
         "test" => commands::test(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
         "style" => commands::prepare(&project, &cache)
             .and_then(|()| offload_x::style::rustfmt(&cache))
-            .and_then(|()| offload_x::style::tidy(&cache))
+            .and_then(|()| offload_x::style::tidy(&project, &cache))
             .map(|()| ExitCode::SUCCESS),
         "fuzz" => commands::fuzz(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
         "job" => offload_x::job::run(&project, &cache).map(|()| ExitCode::SUCCESS),

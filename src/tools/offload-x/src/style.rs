@@ -6,10 +6,13 @@
 //!   does not carry the file). Like upstream, it formats the compiler's and bootstrap's sources
 //!   and the `rmake.rs` of run-make tests, not test inputs. A Rust file under `compiler/` or
 //!   `src/` is checked with its child modules, which are upstream's and already formatted.
-//! - tidy: `src/tools/tidy` of the tree, built by the stage-0 cargo from the vendored crates
-//!   (into `<cache>/build/offload-tidy`) and run over the whole tree as bootstrap runs it. Debian's
-//!   source differs from upstream's repository in ways tidy reports (pruned vendored crates,
-//!   no submodules, Debian's own files), so only the problems that name one of our files count.
+//! - tidy: `src/tools/tidy` of the tree, built as a library by the stage-0 cargo from the
+//!   vendored crates (into `<cache>/build/offload-tidy`), and its checks that read source files
+//!   (`style`, `alphabetical`, `edition`) run over the tree by our driver `tidy/main.rs`. Tidy's
+//!   own `main` panics in its `deps` check on Debian's source (pruned vendored crates) before the
+//!   others report. Debian's source also has files tidy finds fault with (error-code docs), so
+//!   only the problems that name one of our files count. Like upstream's, tidy leaves the length
+//!   of lines in files rustfmt formats to rustfmt.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -72,16 +75,18 @@ pub fn rustfmt(cache: &Cache) -> Result<()> {
     Ok(())
 }
 
-/// Builds upstream's tidy (once; cargo rebuilds nothing later) and runs it over the tree. Fails
-/// when a problem it reports names one of our files.
-pub fn tidy(cache: &Cache) -> Result<()> {
+/// Builds upstream's tidy as a library (once; cargo rebuilds nothing later) and our driver
+/// `tidy/main.rs` against it, runs the driver over the tree, and fails when a problem it reports
+/// names one of our files.
+pub fn tidy(project: &Path, cache: &Cache) -> Result<()> {
     let tree = cache.tree();
     let target_dir = cache.build().join("offload-tidy");
-    let cargo = stage0_toolchain().join("bin/cargo");
+    let stage0 = stage0_toolchain();
+    let cargo = stage0.join("bin/cargo");
     let timer = Timer::start(STEP, "building upstream's tidy (src/tools/tidy, vendored crates)");
     let built = Command::new(&cargo)
         .current_dir(&tree)
-        .args(["build", "--quiet", "--release", "--offline", "-p", "tidy"])
+        .args(["build", "--quiet", "--release", "--offline", "-p", "tidy", "--lib"])
         .env("CARGO_TARGET_DIR", &target_dir)
         // Bootstrap builds its tools with the stage-0 compiler and this switch as well.
         .env("RUSTC_BOOTSTRAP", "1")
@@ -93,21 +98,39 @@ pub fn tidy(cache: &Cache) -> Result<()> {
     if !built.success() {
         return fail(STEP, "building tidy failed; cargo's output is above");
     }
-    timer.done();
-    let timer = Timer::start(STEP, "tidy over the tree, problems in our files");
-    let output_dir = target_dir.join("out");
-    let _ = fs::create_dir_all(&output_dir);
-    let out = Command::new(target_dir.join("release/tidy"))
-        .current_dir(&tree)
-        .arg(format!("--root-path={}", tree.display()))
-        .arg(format!("--cargo-path={}", cargo.display()))
-        .arg(format!("--output-dir={}", output_dir.display()))
-        .arg("--concurrency=2")
+    let release = target_dir.join("release");
+    let driver = release.join("offload-tidy");
+    let driver_built = Command::new(stage0.join("bin/rustc"))
+        .args(["--edition", "2024", "-O", "--crate-name", "offload_tidy", "--extern"])
+        .arg(format!("tidy={}", release.join("libtidy.rlib").display()))
+        .arg("-L")
+        .arg(format!("dependency={}", release.join("deps").display()))
+        .arg("-o")
+        .arg(&driver)
+        .arg(project.join("src/tools/offload-x/tidy/main.rs"))
         .env("RUSTC_BOOTSTRAP", "1")
         .env_remove("RUSTUP_TOOLCHAIN")
+        .status()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot run rustc: {e}") })?;
+    if !driver_built.success() {
+        return fail(STEP, "building the tidy driver (src/tools/offload-x/tidy/main.rs) failed");
+    }
+    timer.done();
+    let timer = Timer::start(STEP, "tidy's file checks over the tree, problems in our files");
+    let out = Command::new(&driver)
+        .arg(&tree)
         .output()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run tidy: {e}") })?;
-    let report = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        .map_err(|e| Failure { step: STEP, message: format!("cannot run {}: {e}", driver.display()) })?;
+    let report = strip_ansi(&format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ));
+    let problems = report.lines().filter(|l| l.starts_with("tidy [") && !l.ends_with(": FAIL")).count();
+    if !out.status.success() && problems == 0 {
+        eprint!("{report}");
+        return fail(STEP, "tidy failed without reporting a problem (its output is above)");
+    }
     let ours = ours_in_report(&report, &tree, &our_paths(cache)?);
     if !ours.is_empty() {
         for line in &ours {
@@ -115,15 +138,27 @@ pub fn tidy(cache: &Cache) -> Result<()> {
         }
         return fail(STEP, format!("tidy reports {} problems in our files (above)", ours.len()));
     }
-    say(
-        STEP,
-        format!(
-            "tidy: no problem in our files ({} problems elsewhere in Debian's tree, not ours)",
-            report.lines().filter(|l| l.contains("tidy [") || l.contains("tidy error")).count()
-        ),
-    );
     timer.done();
+    say(STEP, format!("tidy: no problem in our files ({problems} in Debian's tree, none ours)"));
     Ok(())
+}
+
+/// `text` without the terminal colour sequences (`ESC [ ... m`) that tidy writes.
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The lines of tidy's `report` that name one of `ours` (tree paths), as `<tree>/<path>:` or
@@ -153,6 +188,11 @@ mod tests {
         assert!(!rustfmt_applies("tests/run-make/offload-manifest/helpers.rs"));
         assert!(!rustfmt_applies("tests/ui/offload-manifest/kernel-signature.rs"));
         assert!(!rustfmt_applies("compiler/rustc/Cargo.toml"));
+    }
+
+    #[test]
+    fn colours_are_stripped() {
+        assert_eq!(strip_ansi("\u{1b}[0m\u{1b}[31mtidy [style]\u{1b}[0m: x"), "tidy [style]: x");
     }
 
     #[test]

@@ -55,11 +55,21 @@ fn corpus_run() {
     let x: [f32; M] = core::array::from_fn(|i| i as f32 * 0.125 - 2.0);
     let idx: [u32; M] = core::array::from_fn(|i| ((i * 7) % M) as u32);
     let mut out = [0.0f32; M];
-    offload::<_, _, ()>(corpus::gather, one, one, (&mut out as *mut _, &x as *const _, &idx as *const _));
+    offload::<_, _, ()>(
+        corpus::gather,
+        one,
+        one,
+        (&mut out as *mut _, &x as *const _, &idx as *const _),
+    );
     show("gather", &out);
 
     let mut dot = [0.0f32; 1];
-    offload::<_, _, ()>(corpus::strided_dot, one, one, (&mut dot as *mut _, &x as *const _, &x as *const _));
+    offload::<_, _, ()>(
+        corpus::strided_dot,
+        one,
+        one,
+        (&mut dot as *mut _, &x as *const _, &x as *const _),
+    );
     show("strided_dot", &dot);
 
     let mut a: [u32; M] = core::array::from_fn(|i| 1000 + i as u32 * 13);
@@ -74,7 +84,8 @@ fn corpus_run() {
     show("tables_bits", &bits);
 
     let text = "Gpu kernel 0x1F, \u{e9}t\u{e9}: \u{3bb}=42!";
-    let codes: [u32; M] = core::array::from_fn(|i| text.chars().nth(i).map_or(0xD800 + i as u32, |c| c as u32));
+    let codes: [u32; M] =
+        core::array::from_fn(|i| text.chars().nth(i).map_or(0xD800 + i as u32, |c| c as u32));
     let mut class = [9u32; M];
     offload::<_, _, ()>(corpus::classify, one, one, (&codes as *const _, &mut class as *mut _));
     show("classify_codes", &codes);
@@ -86,17 +97,39 @@ fn corpus_run() {
 
     let bins: [std::sync::atomic::AtomicU32; 16] = Default::default();
     let values: [u32; M] = core::array::from_fn(|i| (i * i) as u32);
-    offload::<_, _, ()>(corpus::histogram, one, one, (&bins as *const [std::sync::atomic::AtomicU32; 16] as *mut [std::sync::atomic::AtomicU32; 16], &values as *const _));
-    show("histogram", &bins.iter().map(|b| b.load(std::sync::atomic::Ordering::Relaxed)).collect::<Vec<_>>());
+    offload::<_, _, ()>(
+        corpus::histogram,
+        one,
+        one,
+        (
+            &bins as *const [std::sync::atomic::AtomicU32; 16]
+                as *mut [std::sync::atomic::AtomicU32; 16],
+            &values as *const _,
+        ),
+    );
+    show(
+        "histogram",
+        &bins.iter().map(|b| b.load(std::sync::atomic::Ordering::Relaxed)).collect::<Vec<_>>(),
+    );
 
     let mut aff = [-1.0f32; M];
     let params = corpus::Params { scale: 2.0, offset: 1.0, count: 40 };
-    offload::<_, _, ()>(corpus::affine, one, one, (&mut aff as *mut _, params, [1.0f32, 2.0, 3.0, 4.0]));
+    offload::<_, _, ()>(
+        corpus::affine,
+        one,
+        one,
+        (&mut aff as *mut _, params, [1.0f32, 2.0, 3.0, 4.0]),
+    );
     show("affine_small", &aff);
 
     let mut yf: [f32; M] = core::array::from_fn(|i| i as f32);
     let xf: [f32; M] = core::array::from_fn(|i| 1.0 - i as f32 * 0.5);
-    offload::<_, _, ()>(corpus::axpy::<f32>, one, one, (&mut yf as *mut _, &xf as *const _, 2.0f32));
+    offload::<_, _, ()>(
+        corpus::axpy::<f32>,
+        one,
+        one,
+        (&mut yf as *mut _, &xf as *const _, 2.0f32),
+    );
     show("axpy_f32", &yf);
     let mut yu: [u64; M] = core::array::from_fn(|i| i as u64 * 1000);
     let xu: [u64; M] = core::array::from_fn(|i| i as u64 + 7);
@@ -125,7 +158,12 @@ mod tests {
     #[test]
     fn add_index_on_the_device() {
         let mut z = [1u32; 32];
-        core::intrinsics::offload::<_, _, ()>(kern2::add_index, [1, 1, 1], [1, 1, 1], (&mut z as *mut _,));
+        core::intrinsics::offload::<_, _, ()>(
+            kern2::add_index,
+            [1, 1, 1],
+            [1, 1, 1],
+            (&mut z as *mut _,),
+        );
         assert_eq!(z[5], 6, "{z:?}");
     }
 }

@@ -37,7 +37,8 @@ pub fn gather(out: *mut [f32; M], x: *const [f32; M], idx: *const [u32; M]) {
 pub fn strided_dot(out: *mut [f32; 1], a: *const [f32; M], b: *const [f32; M]) {
     let (a, b) = unsafe { (&*a, &*b) };
     let weight = |i: usize| if i % 2 == 0 { 1.0 } else { 0.5 };
-    let sum: f32 = a.iter().zip(b).step_by(2).enumerate().map(|(i, (x, y))| weight(i) * x * y).sum();
+    let sum: f32 =
+        a.iter().zip(b).step_by(2).enumerate().map(|(i, (x, y))| weight(i) * x * y).sum();
     unsafe { (*out)[0] = sum };
 }
 

@@ -72,5 +72,10 @@ pub fn mixed(x: i64, y: i32, z: u8, w: f64, out: *mut [f64; 2]) {
 /// A launch from a library function (recorded in this crate's metadata, not the program's).
 #[inline(never)]
 pub fn launch_saxpy(a: f32, x: &[f32; N], y: &mut [f32; N]) {
-    core::intrinsics::offload::<_, _, ()>(saxpy, [1, 1, 1], [1, 1, 1], (a, x as *const _, y as *mut _))
+    core::intrinsics::offload::<_, _, ()>(
+        saxpy,
+        [1, 1, 1],
+        [1, 1, 1],
+        (a, x as *const _, y as *mut _),
+    )
 }
