@@ -809,42 +809,66 @@ class Bench:
         log(f"updated the table in {readme}")
 
 
-# Preloaded in front of the executable's own needed libraries, glibc's `malloc` serves the
-# process instead of the jemalloc that our rustc links (patch 0015, `rust.jemalloc`).
-GLIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+def glibc_twin(ours, out_dir):
+    """A copy of our `rustc` executable that does not load jemalloc: its `DT_NEEDED` entry
+    `libjemalloc.so.2` renamed to `libc.so.6` (already needed; the loader loads it once), padded
+    with NULs to the same length in the dynamic string table, so that glibc's `malloc` serves the
+    process. Everything else is the same binary: `rustc` is a `main` that calls
+    `rustc_driver::main`, which lives in `librustc_driver`, found through the copy's `RUNPATH`
+    `$ORIGIN/../lib` (a link to our sysroot's `lib`). Returns its path."""
+    needed = b"libjemalloc.so.2\0"
+    with open(ours, "rb") as f:
+        data = f.read()
+    if data.count(needed) != 1:
+        sys.exit(f"error: [BENCH] --allocator: {ours} does not name libjemalloc.so.2 once (is `rust.jemalloc` on?)")
+    twin_root = os.path.join(out_dir, "glibc-twin")
+    shutil.rmtree(twin_root, ignore_errors=True)
+    os.makedirs(os.path.join(twin_root, "bin"))
+    os.symlink(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(ours))), "lib"),
+               os.path.join(twin_root, "lib"))
+    twin = os.path.join(twin_root, "bin", "rustc")
+    with open(twin, "wb") as f:
+        f.write(data.replace(needed, b"libc.so.6".ljust(len(needed), b"\0")))
+    os.chmod(twin, 0o755)
+    return twin
+
+
+def malloc_provider(rustc):
+    """The library that the loader binds `malloc` to when `rustc -vV` runs (`LD_DEBUG`)."""
+    probe = subprocess.run([rustc, "-vV"], env=dict(os.environ, LD_DEBUG="bindings"), capture_output=True, text=True)
+    if probe.returncode != 0:
+        sys.exit(f"error: [BENCH] --allocator: `{rustc} -vV` failed:\n{probe.stderr[-2000:]}")
+    bound = {m.group(1) for m in re.finditer(r"to (\S+) \[\d+\]: normal symbol `malloc'", probe.stderr)}
+    return ", ".join(sorted(os.path.basename(b) for b in bound))
 
 
 def allocator_lever(args):
-    """The allocator lever, measured on one binary: our rustc with the jemalloc it links against
-    the same rustc with glibc's `malloc` preloaded in front of it. Each round compiles `core` of
-    the tree for each target with `--emit=metadata` (the front end, where the allocator matters
-    most), the two allocators alternated. Prints the median seconds and the ratio glibc/jemalloc
-    (above 1: jemalloc is faster) per target and writes them to `allocator.json` in
-    `--results`."""
+    """The allocator lever: our rustc, which links jemalloc, against its twin that runs on
+    glibc's `malloc` (`glibc_twin`: the same binary without the jemalloc it loads). Each round
+    compiles `core` of the tree for each target with `--emit=metadata` (the front end), the two
+    alternated. Prints the median seconds and the ratio glibc/jemalloc (above 1: jemalloc is
+    faster) per target and writes them to `allocator.json` in `--results`."""
     core = os.path.join(args.tree, "library/core/src/lib.rs")
     out_dir = os.path.join(args.work, "allocator")
     os.makedirs(out_dir, exist_ok=True)
-    # Whether the preload takes effect: the loader binds `malloc` to glibc's, not jemalloc's.
-    probe = subprocess.run([args.ours, "-vV"], env=dict(os.environ, LD_PRELOAD=GLIBC, LD_DEBUG="bindings"),
-                           capture_output=True, text=True)
-    bound = [l for l in probe.stderr.splitlines() if "normal symbol `malloc'" in l]
-    if not bound or any("libjemalloc" in l for l in bound):
-        sys.exit("error: [BENCH] --allocator: preloading glibc does not take `malloc` from jemalloc here")
-    plain = subprocess.run([args.ours, "-vV"], env=dict(os.environ, LD_DEBUG="bindings"),
-                           capture_output=True, text=True)
-    if not any("libjemalloc" in l and "normal symbol `malloc'" in l for l in plain.stderr.splitlines()):
-        sys.exit("error: [BENCH] --allocator: our rustc does not run on jemalloc (is `rust.jemalloc` on?)")
+    twin = glibc_twin(args.ours, out_dir)
+    rustcs = {"jemalloc": args.ours, "glibc": twin}
+    # The two must differ exactly in who serves `malloc`.
+    providers = {alloc: malloc_provider(rustc) for alloc, rustc in rustcs.items()}
+    if "libjemalloc" not in providers["jemalloc"] or "libjemalloc" in providers["glibc"]:
+        sys.exit(f"error: [BENCH] --allocator: malloc is served by {providers}, not jemalloc and glibc")
+    log(f"malloc served by: {providers}")
     times = {}
     for r in range(args.allocator):
         for target in args.targets:
-            for alloc, extra in (("jemalloc", {}), ("glibc", {"LD_PRELOAD": GLIBC})):
-                cmd = [args.ours, "--crate-name", "core", "--edition", "2024", "--crate-type", "lib", core,
+            for alloc in ("jemalloc", "glibc"):
+                cmd = [rustcs[alloc], "--crate-name", "core", "--edition", "2024", "--crate-type", "lib", core,
                        "--target", target, "-Copt-level=3", "-Ccodegen-units=1", "--emit=metadata",
                        "--out-dir", out_dir]
                 if TARGETS[target]:
                     cmd.append(f"-Ctarget-cpu={TARGETS[target]}")
                 start = time.monotonic()
-                done = subprocess.run(cmd, env=dict(os.environ, RUSTC_BOOTSTRAP="1", **extra),
+                done = subprocess.run(cmd, env=dict(os.environ, RUSTC_BOOTSTRAP="1"),
                                       capture_output=True, text=True)
                 if done.returncode != 0:
                     sys.exit(f"error: [BENCH] --allocator: core for {target} failed:\n{done.stderr[-2000:]}")
@@ -856,6 +880,7 @@ def allocator_lever(args):
         gl = statistics.median(times[(target, "glibc")])
         report.append({"target": target, "jemalloc_s": round(jem, 2), "glibc_s": round(gl, 2),
                        "glibc_over_jemalloc": round(gl / jem, 3), "rounds": args.allocator,
+                       "malloc_served_by": providers,
                        "samples": {a: [round(t, 2) for t in times[(target, a)]] for a in ("jemalloc", "glibc")}})
         log(f"{target}: core --emit=metadata, median of {args.allocator}: jemalloc {jem:.2f} s, "
             f"glibc {gl:.2f} s, glibc/jemalloc {gl / jem:.3f}")
