@@ -44,7 +44,12 @@ pub fn scale<T: Copy>(x: *mut T, a: T) {
 // `core::intrinsics::offload`, declared here as `core` declares it (this test has no `core`).
 #[rustc_nounwind]
 #[rustc_intrinsic]
-pub const fn offload<F, T: Tuple, R>(f: F, workgroup_dim: [u32; 3], thread_dim: [u32; 3], args: T) -> R;
+pub const fn offload<F, T: Tuple, R>(
+    f: F,
+    workgroup_dim: [u32; 3],
+    thread_dim: [u32; 3],
+    args: T,
+) -> R;
 
 #[cfg(host)]
 #[inline(never)]
