@@ -637,7 +637,7 @@ pub fn write_host_manifest(tcx: TyCtxt<'_>, path: &str) {
                     continue;
                 }
             };
-            let (_, launchers, _, _) = kernels.entry(key).or_insert_with_key(|key| {
+            let (_, launchers, _, _) = kernels.entry(key).or_insert_with(|| {
                 // The symbol the device pass will give the kernel: its own name for
                 // `#[no_mangle]`, `#[export_name]` and declared kernels, otherwise the
                 // identity's (the host's copy of the kernel keeps the usual mangling).

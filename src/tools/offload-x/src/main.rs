@@ -44,7 +44,8 @@ verbs:
                    memory, image contents, a scaling series; replaces the committed results
                    in src/offload-bench/results/ unless given --results DIR.
                    ARGS: --runs N (5), --targets T..., --results DIR, --update-readme README.md,
-                   --from-json FILE [--reinspect] (only redo the reports of an earlier run)
+                   --from-json FILE [--reinspect] (only redo the reports of an earlier run),
+                   --allocator ROUNDS (only the allocator lever: allocator.json)
   gpu-check        a bundle (gpu-check/ in the checkout, at most 64 MiB) that runs the bundled
                    example, built with cargo offload for sm_90, on an NVIDIA GPU machine without
                    our sysroot: the executable, its trixie libraries and loader (xz), run.sh

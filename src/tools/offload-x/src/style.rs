@@ -157,7 +157,14 @@ pub fn tidy(project: &Path, cache: &Cache) -> Result<()> {
         for line in &ours {
             eprintln!("{line}");
         }
-        return fail(STEP, format!("tidy reports {} problems in our files (above)", ours.len()));
+        return fail(
+            STEP,
+            format!(
+                "tidy reports {} problem(s) in our files (above); fix them in this repository \
+                 (the tree is rewritten from it) and rerun",
+                ours.len()
+            ),
+        );
     }
     timer.done();
     say(STEP, format!("tidy: no problem in our files ({problems} in Debian's tree, none ours)"));
