@@ -212,6 +212,7 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
     if paths.is_empty() {
         crate::style::rustfmt(cache)?;
         crate::style::tidy(project, cache)?;
+        series_apply(project, cache)?;
         let timer = Timer::start("TEST", "manifest printer and cargo-offload tests (cargo test, offline)");
         test_manifest_tool(project, cache)?;
         test_cargo_offload(project, cache)?;
@@ -232,6 +233,26 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
     restore_gpu_sysroot(cache)?;
     tested?;
     timer.done();
+    Ok(())
+}
+
+/// `[SERIES]` as `./x.py test` and `./x.py series` run it: the series recorded as commits
+/// (every patch applies after the ones before it; every new file belongs to one patch).
+pub fn series_apply(project: &Path, cache: &Cache) -> Result<()> {
+    let commits = crate::series::build(project, cache)?;
+    say(
+        "SERIES",
+        format!(
+            "{} patches apply in order; the stack is branch {} of {} \
+             (`git --git-dir {} log -p --reverse {}..{}`)",
+            commits.len(),
+            crate::series::SERIES_BRANCH,
+            cache.tree_git().display(),
+            cache.tree_git().display(),
+            crate::upstream::BASE_BRANCH,
+            crate::series::SERIES_BRANCH,
+        ),
+    );
     Ok(())
 }
 

@@ -15,6 +15,8 @@
 //! 6. `[BUILD]`, `[TEST]`, `[RUN]`: upstream's bootstrap inside the sysroot ([`commands`]), and
 //!    NVIDIA's `ptxas`/`nvlink` from a pinned wheel, which check the nvptx images ([`cuda`]);
 //! 7. `[STYLE]`: upstream's tidy and rustfmt on our files, part of `./x.py test` ([`style`]);
+//!    `[SERIES]`: the patch series as a stack of commits, and a check that each prefix builds
+//!    ([`series`]);
 //! 8. `[JOB]` and `[BENCH]`: the main job ([`job`]) and the device-pass benchmark ([`bench`]).
 //!
 //! Every step that takes long is skipped when its stamp in the cache says it is complete; a
@@ -29,6 +31,7 @@ pub mod gpu_check;
 pub mod job;
 pub mod materialize;
 pub mod pins;
+pub mod series;
 pub mod style;
 pub mod sysroot;
 pub mod ui;

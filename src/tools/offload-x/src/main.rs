@@ -34,6 +34,12 @@ verbs:
                    patches regenerated, new files copied; changes to upstream files that no
                    patch owns go to src/patches/NAME.patch
   check            exit 1 if the materialized tree and the project disagree
+  series [--check [--from NNNN]]
+                   record the patch series as commits, one per patch with the new files its
+                   `New-Files:` header names, on branch offload-series of cache/tree.git (every
+                   patch must apply after the ones before it; `./x.py test` does this too);
+                   --check: `x.py check` of the crates each patch touches, prefix by prefix, in
+                   a second tree (cache/series), from patch NNNN on
   manifest PATH    print an offload manifest (-Zoffload=HostMetadata=PATH) as text, one
                    kernel per line: instance, symbol, launching crates
   image PATH       print what an offload image (a device pass's host.out) holds: its
@@ -79,6 +85,21 @@ fn main() -> ExitCode {
             .and_then(|()| offload_x::style::rustfmt(&cache))
             .and_then(|()| offload_x::style::tidy(&project, &cache))
             .map(|()| ExitCode::SUCCESS),
+        "series" => {
+            let args = strings(&args);
+            let run = match args.as_slice() {
+                [] => commands::prepare(&project, &cache).and_then(|()| commands::series_apply(&project, &cache)),
+                [check] if check == "--check" => commands::prepare(&project, &cache)
+                    .and_then(|()| offload_x::series::check_prefixes(&project, &cache, None)),
+                [check, from, n] if check == "--check" && from == "--from" => commands::prepare(&project, &cache)
+                    .and_then(|()| offload_x::series::check_prefixes(&project, &cache, Some(n))),
+                _ => {
+                    eprintln!("error: usage: ./x.py series [--check [--from NNNN]]");
+                    return ExitCode::from(2);
+                }
+            };
+            run.map(|()| ExitCode::SUCCESS)
+        }
         "fuzz" => commands::fuzz(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
         "job" => offload_x::job::run(&project, &cache).map(|()| ExitCode::SUCCESS),
         "gpu-check" => offload_x::gpu_check::run(&project, &cache).map(|_| ExitCode::SUCCESS),
@@ -130,13 +151,26 @@ fn main() -> ExitCode {
                             unowned = true;
                             println!("[PATCH] {f} is changed in the tree but no patch owns it")
                         }
+                        Drift::NewFileUnnamed(f) => {
+                            unowned = true;
+                            println!(
+                                "[PATCH] {f} is a new file that no patch's `New-Files:` names; add it to the header of the patch that uses it"
+                            )
+                        }
+                        Drift::NewFileMissing(p, f) => {
+                            unowned = true;
+                            println!("[PATCH] {} names the new file {f}, which the project lacks", p.display())
+                        }
                     }
                 }
                 if drift.is_empty() {
                     println!("[PATCH] tree and project agree");
                     ExitCode::SUCCESS
                 } else if unowned && write {
-                    eprintln!("error: [PATCH] name a patch for those files: ./x.py export --patch NNNN-<area>-<what>");
+                    eprintln!(
+                        "error: [PATCH] give those files a patch: ./x.py export --patch NNNN-<area>-<what> for \
+                         upstream files, the patch's `New-Files:` field for new ones"
+                    );
                     ExitCode::FAILURE
                 } else if write {
                     ExitCode::SUCCESS

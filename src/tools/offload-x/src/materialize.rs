@@ -6,8 +6,14 @@
 //!   a patch's job);
 //! - a change to an upstream file, as a patch in `src/patches/NNNN-<area>-<what>.patch`: a
 //!   DEP-3 style header (Description, Forwarded, Last-Update) followed by a `git diff` against
-//!   the `upstream` base commit. Patches apply in file-name order, without fuzz, and each
-//!   upstream file belongs to at most one patch, so `export` knows where a change goes.
+//!   the `upstream` base commit, or against the file as the patches before it left it. Patches
+//!   apply in file-name order, without fuzz. Several patches may change one file; `export`
+//!   writes a tree edit of such a file into the last patch that changes it, and keeps the
+//!   earlier patches' sections as they are.
+//!
+//! A patch's header names the new files it brings (`New-Files:`, one path per continuation
+//! line), so that each patch with its new files is one step of a series that builds
+//! ([`crate::series`]).
 //!
 //! Materializing computes the content every touched path must have (base content with the
 //! patches applied, or the project's file) and writes a file only where that differs from the
@@ -33,6 +39,9 @@ pub const NEW_FILE_ROOTS: &[&str] = &["compiler", "library", "tests"];
 /// The project's patch directory, relative to the project root.
 pub const PATCH_DIR: &str = "src/patches";
 
+/// The header field that lists the new files a patch brings.
+pub const NEW_FILES_FIELD: &str = "New-Files:";
+
 /// One patch of the series.
 #[derive(Debug)]
 pub struct Patch {
@@ -41,29 +50,62 @@ pub struct Patch {
     pub header: String,
     /// Upstream paths the patch touches, in the order they appear.
     pub files: Vec<String>,
+    /// The patch's section for each of `files` (from its `diff --git` line to the next one).
+    pub sections: Vec<String>,
+    /// New files (upstream-relative paths) that the header's `New-Files:` field names.
+    pub new_files: Vec<String>,
 }
 
-/// Parses the patch at `path`: its header and the paths of its `diff --git a/P b/P` lines.
+impl Patch {
+    /// The file name without `.patch`, like `0004-middle-offload-kernel-identity`.
+    pub fn name(&self) -> String {
+        self.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+}
+
+/// The paths of a header's `New-Files:` field: the rest of its line and each continuation line
+/// (a line that starts with a space), split at whitespace.
+fn header_new_files(header: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in header.lines() {
+        if let Some(rest) = line.strip_prefix(NEW_FILES_FIELD) {
+            inside = true;
+            out.extend(rest.split_whitespace().map(str::to_string));
+        } else if inside && line.starts_with(' ') {
+            out.extend(line.split_whitespace().map(str::to_string));
+        } else {
+            inside = false;
+        }
+    }
+    out
+}
+
+/// Parses the patch at `path`: its header, the paths of its `diff --git a/P b/P` lines and
+/// their sections.
 pub fn read_patch(path: &Path) -> Result<Patch> {
     let text = fs::read_to_string(path).map_err(|e| Failure {
         step: STEP,
         message: format!("cannot read {}: {e}", path.display()),
     })?;
     let mut files = Vec::new();
+    let mut starts = Vec::new();
     let mut header_end = None;
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         if let Some(rest) = line.strip_prefix("diff --git a/") {
             header_end.get_or_insert(offset);
+            starts.push(offset);
             let rest = rest.trim_end();
             // `a/P b/P`: P is the same on both sides, as neither side is renamed.
             let Some(mid) = rest.find(" b/") else {
                 return fail(STEP, format!("{}: unreadable line `{}`", path.display(), line.trim_end()));
             };
             let file = rest[..mid].to_string();
-            if !files.contains(&file) {
-                files.push(file);
+            if files.contains(&file) {
+                return fail(STEP, format!("{}: {file} has two sections", path.display()));
             }
+            files.push(file);
         }
         offset += line.len();
     }
@@ -73,7 +115,11 @@ pub fn read_patch(path: &Path) -> Result<Patch> {
             format!("{} holds no `diff --git` section; write patches with `x.py export`", path.display()),
         );
     };
-    Ok(Patch { path: path.to_path_buf(), header: text[..header_end].to_string(), files })
+    starts.push(text.len());
+    let sections = starts.windows(2).map(|w| text[w[0]..w[1]].to_string()).collect();
+    let header = text[..header_end].to_string();
+    let new_files = header_new_files(&header);
+    Ok(Patch { path: path.to_path_buf(), header, files, sections, new_files })
 }
 
 /// The project's patches, in application order (by file name).
@@ -90,12 +136,13 @@ pub fn patches(project: &Path) -> Result<Vec<Patch>> {
     let patches: Vec<Patch> = paths.iter().map(|p| read_patch(p)).collect::<Result<_>>()?;
     let mut owner: BTreeMap<&str, &Path> = BTreeMap::new();
     for patch in &patches {
-        for file in &patch.files {
+        for file in &patch.new_files {
             if let Some(other) = owner.insert(file, &patch.path) {
                 return fail(
                     STEP,
                     format!(
-                        "{file} is changed by both {} and {}; one upstream file belongs to one patch",
+                        "the new file {file} is named by the `{NEW_FILES_FIELD}` of both {} and \
+                         {}; a new file belongs to one patch",
                         other.display(),
                         patch.path.display()
                     ),
@@ -167,21 +214,41 @@ pub fn desired(project: &Path, cache: &Cache) -> Result<Desired> {
         })?;
         want.insert(rel, Some(bytes));
     }
+    let series = apply_series(cache, &patches(project)?)?;
+    want.extend(series.after);
+    Ok(want)
+}
+
+/// What applying the series in order did to the files it touches.
+#[derive(Debug, Default)]
+pub struct SeriesStates {
+    /// For each patch (by index) and file it changes: the file's content before the patch
+    /// (`None`: absent).
+    pub before: BTreeMap<(usize, String), Option<Vec<u8>>>,
+    /// The content of each touched file after the whole series.
+    pub after: Desired,
+}
+
+/// Applies `patches` in order, each to the files as the patches before it left them, with
+/// `patch -p1 --fuzz=0` in a scratch folder of the cache.
+pub fn apply_series(cache: &Cache, patches: &[Patch]) -> Result<SeriesStates> {
+    let io = |e: std::io::Error, p: &Path| Failure {
+        step: STEP,
+        message: format!("cannot write {}: {e}", p.display()),
+    };
     let scratch = cache.root.join("patch-scratch");
-    for patch in patches(project)? {
-        let _ = fs::remove_dir_all(&scratch);
+    let _ = fs::remove_dir_all(&scratch);
+    let mut states = SeriesStates::default();
+    for (index, patch) in patches.iter().enumerate() {
         for rel in &patch.files {
             let target = scratch.join(rel);
-            fs::create_dir_all(target.parent().unwrap()).map_err(|e| Failure {
-                step: STEP,
-                message: format!("cannot create {}: {e}", target.display()),
-            })?;
-            if let Some(bytes) = base_content(cache, rel)? {
-                fs::write(&target, bytes).map_err(|e| Failure {
-                    step: STEP,
-                    message: format!("cannot write {}: {e}", target.display()),
-                })?;
+            if !states.after.contains_key(rel) {
+                fs::create_dir_all(target.parent().unwrap()).map_err(|e| io(e, &target))?;
+                if let Some(bytes) = base_content(cache, rel)? {
+                    fs::write(&target, bytes).map_err(|e| io(e, &target))?;
+                }
             }
+            states.before.insert((index, rel.clone()), fs::read(&target).ok());
         }
         let out = Command::new("patch")
             .args(["-p1", "-s", "-N", "--fuzz=0", "--no-backup-if-mismatch", "-r", "-", "-i"])
@@ -192,22 +259,23 @@ pub fn desired(project: &Path, cache: &Cache) -> Result<Desired> {
         if !out.status.success() {
             let mut why = out.stdout.clone();
             why.extend_from_slice(&out.stderr);
+            let _ = fs::remove_dir_all(&scratch);
             return fail(
                 STEP,
                 format!(
-                    "{} does not apply to upstream: {}; rebase it (edit the materialized tree, \
-                     then `x.py export`)",
+                    "{} does not apply to upstream and the patches before it: {}; rebase it \
+                     (edit the materialized tree, then `x.py export`)",
                     patch.path.display(),
                     crate::ui::tail(&why, 3)
                 ),
             );
         }
         for rel in &patch.files {
-            want.insert(rel.clone(), fs::read(scratch.join(rel)).ok());
+            states.after.insert(rel.clone(), fs::read(scratch.join(rel)).ok());
         }
     }
     let _ = fs::remove_dir_all(&scratch);
-    Ok(want)
+    Ok(states)
 }
 
 /// What [`materialize`] did: paths written (created, changed or restored) and removed.
@@ -271,6 +339,37 @@ pub fn materialize(project: &Path, cache: &Cache, extra: &[(&str, Vec<u8>)]) -> 
     Ok(report)
 }
 
+/// `git diff` of the tree's `rel` against `before` (the file as earlier patches left it; `None`:
+/// absent), with the usual `a/` and `b/` paths: the diff runs against a tree object that holds
+/// only `before`, made in a throwaway index so that the tree's own index is left alone.
+fn diff_since(cache: &Cache, rel: &str, before: &Option<Vec<u8>>) -> Result<String> {
+    let index = cache.root.join("export.index");
+    let _ = fs::remove_file(&index);
+    let with_index = |args: &[&str]| {
+        let mut cmd = git(cache);
+        cmd.env("GIT_INDEX_FILE", &index).args(args);
+        cmd
+    };
+    if let Some(bytes) = before {
+        let scratch = cache.root.join("export.blob");
+        fs::write(&scratch, bytes).map_err(|e| Failure {
+            step: STEP,
+            message: format!("cannot write {}: {e}", scratch.display()),
+        })?;
+        let blob = run_captured(STEP, git(cache).args(["hash-object", "-w"]).arg(&scratch))?;
+        let _ = fs::remove_file(&scratch);
+        let blob = String::from_utf8_lossy(&blob.stdout).trim().to_string();
+        let info = format!("100644,{blob},{rel}");
+        run_captured(STEP, &mut with_index(&["update-index", "--add", "--cacheinfo", &info]))?;
+    }
+    let tree = run_captured(STEP, &mut with_index(&["write-tree"]))?;
+    let tree = String::from_utf8_lossy(&tree.stdout).trim().to_string();
+    let diff =
+        run_captured(STEP, &mut with_index(&["diff", "--no-color", "--no-ext-diff", &tree, "--", rel]))?;
+    let _ = fs::remove_file(&index);
+    Ok(String::from_utf8_lossy(&diff.stdout).into_owned())
+}
+
 /// One difference between the tree and the project, as `export` sees it.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Drift {
@@ -280,12 +379,40 @@ pub enum Drift {
     NewFile(String),
     /// A changed upstream file that no patch owns.
     Unowned(String),
+    /// A new compiler or library file that no patch's `New-Files:` names.
+    NewFileUnnamed(String),
+    /// A `New-Files:` entry of a patch (the path) for which the project has no new file.
+    NewFileMissing(PathBuf, String),
+}
+
+/// Where new files and `New-Files:` fields disagree: every new file under `compiler/` or
+/// `library/` (tests build nothing) must be named by exactly one patch, and every name must be
+/// a new file of the project.
+pub fn new_file_drift(project: &Path, patches: &[Patch]) -> Result<Vec<Drift>> {
+    let files = new_files(project)?;
+    let named: BTreeSet<&str> =
+        patches.iter().flat_map(|p| p.new_files.iter().map(String::as_str)).collect();
+    let mut drift = Vec::new();
+    for rel in files.keys() {
+        if !rel.starts_with("tests/") && !named.contains(rel.as_str()) {
+            drift.push(Drift::NewFileUnnamed(rel.clone()));
+        }
+    }
+    for patch in patches {
+        for rel in &patch.new_files {
+            if !files.contains_key(rel) {
+                drift.push(Drift::NewFileMissing(patch.path.clone(), rel.clone()));
+            }
+        }
+    }
+    Ok(drift)
 }
 
 /// Compares the tree with the project. With `write`, brings the project to the tree's state:
 /// patches regenerated (headers kept), new files copied; changed upstream files that no patch
 /// owns go into `new_patch` (created with a header to fill in), or are reported as
-/// [`Drift::Unowned`] when it is None.
+/// [`Drift::Unowned`] when it is None. New files that no `New-Files:` field names, and names
+/// without a file, are reported either way ([`new_file_drift`]): headers are written by hand.
 pub fn export(project: &Path, cache: &Cache, write: bool, new_patch: Option<&str>) -> Result<Vec<Drift>> {
     let mut drift = Vec::new();
     let changed = run_captured(STEP, git(cache).args(["diff", "--name-only", BASE_BRANCH]))?;
@@ -304,8 +431,29 @@ pub fn export(project: &Path, cache: &Cache, write: bool, new_patch: Option<&str
         cmd.args(["diff", "--no-color", "--no-ext-diff", BASE_BRANCH, "--"]).args(files);
         Ok(String::from_utf8_lossy(&run_captured(STEP, &mut cmd)?.stdout).into_owned())
     };
-    for patch in &patches {
-        let body = diff_of(&patch.files)?;
+    // A file that several patches change: its tree edits go to the last of them, as a diff
+    // against the file as the earlier ones left it; their sections stay as they are.
+    let mut last_owner: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut owners: BTreeMap<&str, usize> = BTreeMap::new();
+    for (index, patch) in patches.iter().enumerate() {
+        for file in &patch.files {
+            last_owner.insert(file, index);
+            *owners.entry(file).or_default() += 1;
+        }
+    }
+    let shared = owners.values().any(|&n| n > 1);
+    let states = if shared { apply_series(cache, &patches)? } else { SeriesStates::default() };
+    for (index, patch) in patches.iter().enumerate() {
+        let mut body = String::new();
+        for (file, section) in patch.files.iter().zip(&patch.sections) {
+            if last_owner[file.as_str()] != index {
+                body.push_str(section);
+            } else if owners[file.as_str()] == 1 {
+                body.push_str(&diff_of(std::slice::from_ref(file))?);
+            } else {
+                body.push_str(&diff_since(cache, file, &states.before[&(index, file.clone())])?);
+            }
+        }
         let text = format!("{}{}", patch.header, body);
         if fs::read_to_string(&patch.path).ok().as_deref() != Some(&text) {
             drift.push(Drift::Patch(patch.path.clone()));
@@ -369,5 +517,6 @@ pub fn export(project: &Path, cache: &Cache, write: bool, new_patch: Option<&str
             }
         }
     }
+    drift.extend(new_file_drift(project, &patches)?);
     Ok(drift)
 }

@@ -10,6 +10,7 @@ use offload_x::cache::Cache;
 use offload_x::fetch;
 use offload_x::materialize::{self, Drift};
 use offload_x::pins::PinnedFile;
+use offload_x::series;
 use offload_x::upstream::{self, BASE_BRANCH};
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
@@ -142,13 +143,107 @@ fn a_new_file_that_shadows_upstream_is_refused() {
     assert!(err.message.contains("shadows the upstream file compiler/b.rs"), "{err}");
 }
 
+/// A patch that, after [`PATCH_A`], adds `dos();` to compiler/a.rs.
+const PATCH_A2: &str = concat!(
+    "Description: add dos\nForwarded: not-needed\nLast-Update: 2026-12-01\n---\n",
+    "diff --git a/compiler/a.rs b/compiler/a.rs\n",
+    "--- a/compiler/a.rs\n",
+    "+++ b/compiler/a.rs\n",
+    "@@ -1,3 +1,4 @@\n",
+    " fn a() {\n",
+    "     uno();\n",
+    "+    dos();\n",
+    " }\n",
+);
+
 #[test]
-fn two_patches_may_not_own_one_file() {
+fn two_patches_may_change_one_file_in_order() {
     let (project, cache) = setup("owners");
     write(&project.join("src/patches/0001-a.patch"), PATCH_A);
-    write(&project.join("src/patches/0002-a-again.patch"), PATCH_A);
-    let err = materialize::materialize(&project, &cache, &[]).unwrap_err();
-    assert!(err.message.contains("compiler/a.rs is changed by both"), "{err}");
+    write(&project.join("src/patches/0002-a-again.patch"), PATCH_A2);
+    materialize::materialize(&project, &cache, &[]).unwrap();
+    let a = cache.tree().join("compiler/a.rs");
+    assert_eq!(fs::read_to_string(&a).unwrap(), "fn a() {\n    uno();\n    dos();\n}\n");
+
+    // Export normalizes both; a tree edit then goes to the last patch that changes the file,
+    // as a diff against the file as the first one left it, and the first one stays as it was.
+    materialize::export(&project, &cache, true, None).unwrap();
+    let first = fs::read_to_string(project.join("src/patches/0001-a.patch")).unwrap();
+    write(&a, "fn a() {\n    uno();\n    dos();\n    tres();\n}\n");
+    let drift = materialize::export(&project, &cache, true, None).unwrap();
+    assert_eq!(drift, vec![Drift::Patch(project.join("src/patches/0002-a-again.patch"))]);
+    assert_eq!(fs::read_to_string(project.join("src/patches/0001-a.patch")).unwrap(), first);
+    let second = fs::read_to_string(project.join("src/patches/0002-a-again.patch")).unwrap();
+    assert!(second.starts_with("Description: add dos\n"), "{second}");
+    assert!(second.contains("\n     uno();\n+    dos();\n+    tres();\n"), "{second}");
+    assert!(!second.contains("-    one();"), "the diff starts after 0001: {second}");
+
+    // Applied in order, the exported series gives the very same tree.
+    let report = materialize::materialize(&project, &cache, &[]).unwrap();
+    assert!(report.written.is_empty(), "{report:?}");
+    assert_eq!(materialize::export(&project, &cache, false, None).unwrap(), vec![]);
+}
+
+#[test]
+fn a_prefix_is_checked_by_the_crates_its_patch_touches() {
+    let path = |rel| series::check_path(rel);
+    assert_eq!(path("compiler/rustc_middle/src/ty/mod.rs").as_deref(), Some("compiler/rustc_middle"));
+    assert_eq!(path("compiler/rustc_llvm/llvm-wrapper/RustWrapper.cpp").as_deref(), Some("compiler/rustc_llvm"));
+    assert_eq!(path("compiler/rustc/Cargo.toml").as_deref(), Some("compiler/rustc"));
+    assert_eq!(path("src/bootstrap/src/core/build_steps/llvm.rs").as_deref(), Some("src/bootstrap"));
+    assert_eq!(path("src/librustdoc/lib.rs").as_deref(), Some("src/librustdoc"));
+    assert_eq!(path("tests/ui/offload-manifest/x.rs"), None);
+}
+
+#[test]
+fn a_patch_that_needs_a_later_one_is_named() {
+    let (project, cache) = setup("order");
+    write(&project.join("src/patches/0001-a-again.patch"), PATCH_A2);
+    write(&project.join("src/patches/0002-a.patch"), PATCH_A);
+    let err = series::build(&project, &cache).unwrap_err();
+    assert!(err.message.contains("0001-a-again.patch does not apply to upstream plus"), "{err}");
+}
+
+#[test]
+fn every_new_compiler_file_belongs_to_one_patch() {
+    let (project, cache) = setup("new-files");
+    write(&project.join("compiler/c.rs"), "fn c() {}\n");
+    write(&project.join("tests/ui/t.rs"), "fn main() {}\n");
+    write(&project.join("src/patches/0001-a.patch"), PATCH_A);
+    let patches = materialize::patches(&project).unwrap();
+    assert_eq!(
+        materialize::new_file_drift(&project, &patches).unwrap(),
+        vec![Drift::NewFileUnnamed("compiler/c.rs".into())],
+        "tests need no patch"
+    );
+    let err = series::build(&project, &cache).unwrap_err();
+    assert!(err.message.contains("compiler/c.rs is a new file that no patch"), "{err}");
+
+    let named = PATCH_A2.replacen("---\n", "New-Files:\n compiler/c.rs\n---\n", 1);
+    write(&project.join("src/patches/0002-a-again.patch"), &named);
+    let commits = series::build(&project, &cache).unwrap();
+    assert_eq!(commits.len(), 2);
+    assert_eq!(commits[0].name, "0001-a");
+    assert_eq!(commits[1].name, "0002-a-again");
+    let show = |spec: &str| {
+        let out = upstream::git(&cache).args(["show", spec]).output().unwrap();
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    // The file arrives with the patch that names it, not before.
+    assert_eq!(show(&format!("{}:compiler/c.rs", commits[0].commit)), None);
+    assert_eq!(show(&format!("{}:compiler/c.rs", commits[1].commit)).as_deref(), Some("fn c() {}\n"));
+    assert_eq!(
+        show(&format!("{}:compiler/a.rs", series::SERIES_BRANCH)).as_deref(),
+        Some("fn a() {\n    uno();\n    dos();\n}\n")
+    );
+    // The materialized tree and its index are left alone.
+    let status = upstream::git(&cache).args(["status", "--porcelain"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "");
+
+    // A name without a file, and a file named twice, are refused too.
+    write(&project.join("src/patches/0003-b.patch"), &PATCH_A.replace("New-Files", "X").replacen("---\n", "New-Files: compiler/c.rs\n---\n", 1).replace("compiler/a.rs", "compiler/b.rs").replace("one", "two").replace("uno", "zwei"));
+    let err = materialize::patches(&project).unwrap_err();
+    assert!(err.message.contains("the new file compiler/c.rs is named by"), "{err}");
 }
 
 #[test]

@@ -1,0 +1,250 @@
+//! `[SERIES]`: the patch series as a stack of commits, and a check that each prefix builds.
+//!
+//! A reviewer reads the series one patch at a time, like a PR stack, so each patch together
+//! with the new files it brings (its header's `New-Files:` field) must leave a tree that
+//! builds. [`build`] records the series as commits on the branch [`SERIES_BRANCH`] of the
+//! tree's git directory, one per patch, on top of the upstream base: `git log -p` of that
+//! branch is the stack as a reviewer sees it. It runs in a throwaway index and leaves the
+//! materialized tree and its index alone, so it is cheap (seconds) and `./x.py test` runs it:
+//! it fails when a patch does not apply after the ones before it, or when a new file belongs to
+//! no patch or to two.
+//!
+//! [`check_prefixes`] (`./x.py series --check`) then checks out each commit in turn into a
+//! second tree (`<cache>/series/tree`) and runs upstream's `x.py check` there, inside the
+//! sysroot, on the crates the patch touches (`compiler/<crate>`, `src/bootstrap`,
+//! `src/librustdoc`); checking a crate checks the crates it depends on, as the earlier patches
+//! left them. Its build folder is its own (`<cache>/series/build`, incremental), so the
+//! compiler that the other verbs build is not touched; consecutive prefixes recheck only what
+//! changed. The last prefix is the whole series, which `./x.py build` builds in full.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::cache::Cache;
+use crate::commands::bootstrap_toml;
+use crate::materialize::{self, Drift, Patch};
+use crate::sysroot::Enter;
+use crate::ui::{Failure, Result, fail, run_captured, say};
+use crate::upstream::{BASE_BRANCH, git};
+
+const STEP: &str = "SERIES";
+
+/// The branch of the tree's git directory that holds the series, one commit per patch.
+pub const SERIES_BRANCH: &str = "offload-series";
+
+/// One patch of the series as a commit.
+#[derive(Debug)]
+pub struct SeriesCommit {
+    /// The patch's name, like `0004-middle-offload-kernel-identity`.
+    pub name: String,
+    /// The commit's hash.
+    pub commit: String,
+    /// What `x.py check` takes for the files the patch changes or brings, in order, once each.
+    pub check_paths: Vec<String>,
+}
+
+/// The `x.py check` path of the crate or tool that holds `rel`, or None for a file no check
+/// covers (tests, docs).
+pub fn check_path(rel: &str) -> Option<String> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    match parts.as_slice() {
+        ["compiler", krate, _, ..] => Some(format!("compiler/{krate}")),
+        ["src", "bootstrap", ..] => Some("src/bootstrap".to_string()),
+        ["src", "librustdoc", ..] => Some("src/librustdoc".to_string()),
+        _ => None,
+    }
+}
+
+/// Records the project's series as commits on [`SERIES_BRANCH`] (replacing what it held) and
+/// returns them in order. Fails, naming the patch or file, when a patch does not apply to
+/// upstream plus the patches before it, or when new files and `New-Files:` fields disagree.
+pub fn build(project: &Path, cache: &Cache) -> Result<Vec<SeriesCommit>> {
+    let patches = materialize::patches(project)?;
+    let problems = materialize::new_file_drift(project, &patches)?;
+    if let Some(problem) = problems.first() {
+        let what = match problem {
+            Drift::NewFileUnnamed(f) => format!(
+                "{f} is a new file that no patch's `New-Files:` names; add it to the header of \
+                 the patch that uses it"
+            ),
+            Drift::NewFileMissing(p, f) => {
+                format!("{} names the new file {f}, which the project lacks", p.display())
+            }
+            other => format!("{other:?}"),
+        };
+        return fail(STEP, what);
+    }
+    let new_files = materialize::new_files(project)?;
+    let index = cache.root.join("series.index");
+    let _ = fs::remove_file(&index);
+    let with_index = || {
+        let mut cmd = git(cache);
+        cmd.env("GIT_INDEX_FILE", &index);
+        cmd
+    };
+    let out = |mut cmd: std::process::Command| -> Result<String> {
+        Ok(String::from_utf8_lossy(&run_captured(STEP, &mut cmd)?.stdout).trim().to_string())
+    };
+    let mut read = with_index();
+    read.args(["read-tree", BASE_BRANCH]);
+    run_captured(STEP, &mut read)?;
+    let mut parent = out({
+        let mut c = git(cache);
+        c.args(["rev-parse", BASE_BRANCH]);
+        c
+    })?;
+    let mut commits = Vec::new();
+    for patch in &patches {
+        let mut apply = with_index();
+        apply.args(["apply", "--cached", "--whitespace=nowarn"]).arg(absolute(&patch.path));
+        let applied = apply
+            .output()
+            .map_err(|e| Failure { step: STEP, message: format!("cannot run git apply: {e}") })?;
+        if !applied.status.success() {
+            let _ = fs::remove_file(&index);
+            return fail(
+                STEP,
+                format!(
+                    "{} does not apply to upstream plus the patches before it: {}",
+                    patch.path.display(),
+                    crate::ui::tail(&applied.stderr, 3)
+                ),
+            );
+        }
+        for rel in &patch.new_files {
+            let mut hash = git(cache);
+            hash.args(["hash-object", "-w"]).arg(&new_files[rel]);
+            let blob = out(hash)?;
+            let mut add = with_index();
+            add.args(["update-index", "--add", "--cacheinfo", &format!("100644,{blob},{rel}")]);
+            run_captured(STEP, &mut add)?;
+        }
+        let mut write = with_index();
+        write.arg("write-tree");
+        let tree = out(write)?;
+        let mut commit = git(cache);
+        commit
+            .args(["-c", "user.name=offload-x", "-c", "user.email=offload-x@localhost"])
+            .args(["commit-tree", &tree, "-p", &parent, "-m"])
+            .arg(format!("{}\n\n{}", patch.name(), patch.header.trim_end_matches(['\n', '-'])));
+        // A fixed date: the same series gives the same commits.
+        commit.env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z");
+        commit.env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z");
+        parent = out(commit)?;
+        commits.push(SeriesCommit {
+            name: patch.name(),
+            commit: parent.clone(),
+            check_paths: check_paths(patch),
+        });
+    }
+    let _ = fs::remove_file(&index);
+    let mut update = git(cache);
+    update.args(["update-ref", &format!("refs/heads/{SERIES_BRANCH}"), &parent]);
+    run_captured(STEP, &mut update)?;
+    Ok(commits)
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or(path.to_path_buf())
+}
+
+fn check_paths(patch: &Patch) -> Vec<String> {
+    let mut paths = Vec::new();
+    for rel in patch.files.iter().chain(&patch.new_files) {
+        if let Some(path) = check_path(rel)
+            && !paths.contains(&path)
+        {
+            paths.push(path);
+        }
+    }
+    paths
+}
+
+/// The second tree that [`check_prefixes`] checks out the series' commits into.
+pub fn series_tree(cache: &Cache) -> PathBuf {
+    cache.root.join("series/tree")
+}
+
+/// Checks out each commit of the series from the patch named `from` on (default: the first)
+/// and runs `x.py check` on the crates it touches; stops at the first prefix that does not
+/// build, naming its patch. Prints one line per prefix: its patch, the checked paths and the
+/// seconds it took.
+pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Result<()> {
+    let commits = build(project, cache)?;
+    let start = match from {
+        None => 0,
+        Some(name) => match commits.iter().position(|c| c.name.starts_with(name)) {
+            Some(i) => i,
+            None => return fail(STEP, format!("no patch of the series is named `{name}...`")),
+        },
+    };
+    let tree = series_tree(cache);
+    let index = cache.root.join("series/index");
+    fs::create_dir_all(&tree).map_err(|e| Failure {
+        step: STEP,
+        message: format!("cannot create {}: {e}", tree.display()),
+    })?;
+    // The main tree's configuration, with a build folder of its own; incremental, as the same
+    // crates are checked again after each patch.
+    let config = String::from_utf8_lossy(&bootstrap_toml(project, cache)?).replace(
+        &format!("build-dir = \"{}\"", cache.build().display()),
+        &format!("build-dir = \"{}\"", cache.root.join("series/build").display()),
+    );
+    let config = config.replace("incremental = false", "incremental = true");
+    if !config.contains("series/build") {
+        return fail(STEP, "config.example.toml no longer sets `build-dir`; update series.rs");
+    }
+    for commit in &commits[start..] {
+        // `read-tree -u --reset` rewrites only the files that differ from the last checkout, so
+        // cargo sees unchanged crates as unchanged.
+        let mut checkout = std::process::Command::new("git");
+        checkout
+            .arg("--git-dir")
+            .arg(cache.tree_git())
+            .arg("--work-tree")
+            .arg(&tree)
+            .current_dir(&tree)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_INDEX_FILE", &index)
+            .args(["read-tree", "-u", "--reset", &commit.commit]);
+        run_captured(STEP, &mut checkout)?;
+        let toml = tree.join("bootstrap.toml");
+        if fs::read_to_string(&toml).ok().as_deref() != Some(config.as_str()) {
+            fs::write(&toml, &config).map_err(|e| Failure {
+                step: STEP,
+                message: format!("cannot write {}: {e}", toml.display()),
+            })?;
+        }
+        if commit.check_paths.is_empty() {
+            say(STEP, format!("{}: changes nothing that builds", commit.name));
+            continue;
+        }
+        say(STEP, format!("{}: x.py check {}", commit.name, commit.check_paths.join(" ")));
+        let started = Instant::now();
+        let status = Enter::new(cache, &tree, "python3")
+            .arg("x.py")
+            .args(["check", "--stage", "1"])
+            .args(commit.check_paths.iter().map(String::as_str))
+            .command(cache)?
+            .status()
+            .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+        if !status.success() {
+            return fail(
+                STEP,
+                format!(
+                    "the series up to {} does not build ({status}; `x.py check` output above); \
+                     rerun from it with `./x.py series --check --from {}`",
+                    commit.name,
+                    &commit.name[..4.min(commit.name.len())]
+                ),
+            );
+        }
+        say(
+            STEP,
+            format!("{}: builds ({:.0} s)", commit.name, started.elapsed().as_secs_f64()),
+        );
+    }
+    say(STEP, format!("every prefix of the series builds ({} patches)", commits.len()));
+    Ok(())
+}
