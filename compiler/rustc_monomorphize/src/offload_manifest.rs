@@ -97,27 +97,16 @@
 //! definition fingerprint (format 3 had neither). A reader refuses another `magic`,
 //! `format_version` or `rustc_commit`.
 //!
-//! # A complete image
-//!
-//! Nothing is linked into the device image, so the crate that builds it instantiates all that
-//! the kernels reach: every function with MIR and every static, of any crate (the device pass
-//! encodes the MIR of every function, see `rustc_metadata`), and, for a foreign item, the
-//! definition under its symbol elsewhere in the crate graph (the panic handler behind core's
-//! `panic_impl`, `#[no_mangle]` functions and statics behind `extern` declarations). What
-//! cannot be defined is an error: a function whose crate carries no MIR for it, a weak lang
-//! item that no crate defines.
+//! What the kernels reach is made part of the image by `crate::offload_image`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use rustc_data_structures::fx::FxHashSet;
 use rustc_errors::DiagCtxtHandle;
-use rustc_hir::LangItem;
 use rustc_hir::def::DefKind;
 use rustc_hir::def_id::{DefId, LOCAL_CRATE};
-use rustc_hir::weak_lang_items::WEAK_LANG_ITEMS;
 use rustc_middle::middle::codegen_fn_attrs::CodegenFnAttrFlags;
-use rustc_middle::middle::exported_symbols::ExportedSymbol;
 use rustc_middle::mir::mono::MonoItem;
 use rustc_middle::mir::{self, TerminatorKind};
 use rustc_middle::query::LocalCrate;
@@ -164,16 +153,16 @@ impl LaunchKey {
 }
 
 /// First field of every manifest.
-pub const MAGIC: &str = "rustc-offload-manifest";
+pub(crate) const MAGIC: &str = "rustc-offload-manifest";
 /// Version of the format described in the module documentation.
-pub const FORMAT_VERSION: u64 = 4;
+pub(crate) const FORMAT_VERSION: u64 = 4;
 
 /// The identity of this compiler build, as manifests record it (`rustc_commit`):
 /// `<upstream commit>+fork.<fingerprint>`. The commit is bootstrap's (`CFG_VER_HASH`); the
 /// fingerprint, of the fork's patches and new compiler files, is what the fork's build harness
 /// passes (`OFFLOAD_FORK_SOURCE_HASH`, see `src/tools/offload-x`). Builds of the fork from
 /// different sources thus refuse each other's manifests, not only builds of another upstream.
-pub fn compiler_commit() -> String {
+pub(crate) fn compiler_commit() -> String {
     let commit = option_env!("CFG_VER_HASH").unwrap_or("unknown");
     let fork = option_env!("OFFLOAD_FORK_SOURCE_HASH").unwrap_or("unknown");
     format!("{commit}+fork.{fork}")
@@ -302,145 +291,6 @@ pub(crate) fn check_kernel_signature(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
     problems.is_empty()
 }
 
-/// In the manifest-driven device pass, whether `def_id`, an item of another crate that device
-/// code reaches (`instance` of it), is instantiated in the crate that builds the image. Nothing
-/// is linked into the image, so the answer is yes for every function with MIR (`Device=`
-/// implies `-Zcross-crate-inline-threshold=always`, and its crates encode the MIR of every
-/// reachable function, `#[no_mangle]` ones included) and for every static (its crate encodes
-/// the evaluated initializer). A function without MIR (its crate was not compiled with the
-/// same flag, such as a prebuilt `core`) cannot be instantiated: reported as an error instead
-/// of leaving the image with an undefined symbol.
-pub(crate) fn instantiate_upstream_in_image<'tcx>(
-    tcx: TyCtxt<'tcx>,
-    instance: Instance<'tcx>,
-    def_id: DefId,
-) -> bool {
-    match tcx.def_kind(def_id) {
-        DefKind::Static { .. } => !tcx.is_thread_local_static(def_id),
-        DefKind::Ctor(..) => true,
-        _ if tcx.is_mir_available(def_id) => true,
-        _ => {
-            tcx.dcx().emit_err(errors::OffloadDeviceItemWithoutMir {
-                path: tcx.sess.opts.offload_device_manifest().unwrap_or_default().to_string(),
-                item: tcx.def_path_str_with_args(def_id, instance.args),
-                krate: tcx.crate_name(def_id.krate).to_string(),
-            });
-            false
-        }
-    }
-}
-
-/// The definition in this crate graph of the foreign item `foreign`, if the manifest-driven
-/// device pass is running and some crate defines its symbol: a weak lang item such as the
-/// panic handler (`rust_begin_unwind`), or a function or static that a crate declares in an
-/// `extern` block and another defines `#[no_mangle]`. Nothing is linked into the device image,
-/// so such a definition must be instantiated in it. Symbols that no crate defines (device
-/// library functions, LLVM intrinsics named by `link_name`) stay declarations.
-fn foreign_definition(tcx: TyCtxt<'_>, foreign: DefId) -> Option<DefId> {
-    if tcx.sess.opts.offload_device_manifest().is_none() || !tcx.is_foreign_item(foreign) {
-        return None;
-    }
-    // An `extern_weak` or other `#[linkage]` import keeps its own linkage in codegen, which a
-    // definition in the same module cannot take: it stays a declaration.
-    if tcx.codegen_fn_attrs(foreign).import_linkage.is_some() {
-        return None;
-    }
-    let symbol = tcx.symbol_name(Instance::mono(tcx, foreign)).name;
-    if symbol.starts_with("llvm.") {
-        return None;
-    }
-    symbol_definition(tcx, symbol)
-}
-
-/// The function or static of this crate graph that is defined under the fixed symbol `symbol`
-/// (`#[no_mangle]`, `#[export_name]`, weak lang items), if any: among the local crate's own
-/// items and each dependency's exported symbols. Crates marked `no_builtins`
-/// (`compiler_builtins` among them) are left out: their functions (`memcpy`, ...) must not be
-/// compiled where LLVM may turn their bodies into calls of themselves. Two definitions are an
-/// error, as they would be for the linker.
-fn symbol_definition(tcx: TyCtxt<'_>, symbol: &str) -> Option<DefId> {
-    let has_symbol = |def_id: DefId| {
-        matches!(tcx.def_kind(def_id), DefKind::Fn | DefKind::AssocFn | DefKind::Static { .. })
-            && !tcx.is_foreign_item(def_id)
-            && !tcx.generics_of(def_id).requires_monomorphization(tcx)
-            && tcx.codegen_fn_attrs(def_id).contains_extern_indicator()
-            && tcx.symbol_name(Instance::mono(tcx, def_id)).name == symbol
-    };
-    let local = tcx.hir_crate_items(()).definitions().map(|d| d.to_def_id());
-    let upstream = tcx
-        .crates(())
-        .iter()
-        .filter(|&&cnum| !tcx.is_compiler_builtins(cnum) && !tcx.is_no_builtins(cnum))
-        .flat_map(|&cnum| tcx.exported_non_generic_symbols(cnum))
-        .filter_map(|(exported, _)| match exported {
-            ExportedSymbol::NonGeneric(def_id) => Some(*def_id),
-            _ => None,
-        });
-    let mut definitions = local.chain(upstream).filter(|&def_id| has_symbol(def_id));
-    let first = definitions.next()?;
-    if let Some(second) = definitions.next() {
-        tcx.dcx().emit_err(errors::OffloadDeviceSymbolAmbiguous {
-            symbol: symbol.to_string(),
-            first: tcx.def_path_str(first),
-            second: tcx.def_path_str(second),
-        });
-    }
-    Some(first)
-}
-
-/// `instance`, or, for a foreign function that this crate graph defines, the definition (see
-/// [`foreign_definition`]).
-///
-/// A weak lang item (the panic handler) that no crate defines is an error: the image would call
-/// an undefined symbol.
-pub(crate) fn bind_foreign_fn<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>) -> Instance<'tcx> {
-    let InstanceKind::Item(def_id) = instance.def else { return instance };
-    match foreign_definition(tcx, def_id) {
-        Some(definition) if !matches!(tcx.def_kind(definition), DefKind::Static { .. }) => {
-            Instance::mono(tcx, definition)
-        }
-        None => {
-            if let Some(path) = tcx.sess.opts.offload_device_manifest()
-                && tcx.is_foreign_item(def_id)
-                && let Some(lang_item) = weak_lang_item(tcx, def_id)
-            {
-                // Named by the lang item, not by its declaration: core declares `panic_impl`
-                // in more than one function, and the error is the same for each.
-                tcx.dcx().emit_err(errors::OffloadDeviceLangItemUndefined {
-                    path: path.to_string(),
-                    item: lang_item.name().to_string(),
-                    symbol: tcx.symbol_name(instance).name.to_string(),
-                    panic_handler: lang_item == LangItem::PanicImpl,
-                });
-            }
-            instance
-        }
-        _ => instance,
-    }
-}
-
-/// The weak lang item (the panic handler, ...) that the foreign item `def_id` declares, if any:
-/// such a declaration carries the lang item's link name as its symbol name.
-fn weak_lang_item(tcx: TyCtxt<'_>, def_id: DefId) -> Option<LangItem> {
-    let attrs = tcx.codegen_fn_attrs(def_id);
-    if !attrs.flags.contains(CodegenFnAttrFlags::RUSTC_STD_INTERNAL_SYMBOL) {
-        return None;
-    }
-    let name = attrs.symbol_name?;
-    WEAK_LANG_ITEMS.iter().copied().find(|item| item.link_name() == Some(name))
-}
-
-/// `def_id`, or, for a foreign static that this crate graph defines, the definition (see
-/// [`foreign_definition`]).
-pub(crate) fn bind_foreign_static(tcx: TyCtxt<'_>, def_id: DefId) -> DefId {
-    match foreign_definition(tcx, def_id) {
-        Some(definition) if matches!(tcx.def_kind(definition), DefKind::Static { .. }) => {
-            definition
-        }
-        _ => def_id,
-    }
-}
-
 fn path_json(path: &ItemPath) -> Value {
     let components: Vec<Value> =
         path.components.iter().map(|c| json!([c.kind, c.name, c.disambiguator])).collect();
@@ -534,10 +384,6 @@ pub(crate) fn provide(providers: &mut Providers) {
     providers.queries.offload_launches = local_offload_launches;
     providers.queries.offload_host_metadata_pass =
         |tcx, LocalCrate| tcx.sess.opts.offload_host_metadata_manifest().is_some();
-    providers.queries.offload_crate_source =
-        rustc_middle::ty::offload_kernel::offload_crate_source_provider;
-    providers.queries.offload_kernel_definition =
-        rustc_middle::ty::offload_kernel::offload_kernel_definition_provider;
 }
 
 /// The `offload_launches` query for the local crate: empty outside the host metadata pass.
@@ -1033,7 +879,7 @@ fn kernel_mir_available(tcx: TyCtxt<'_>, path: &str, kernel: &ReadKernel, def_id
 /// CPU that LLVM's offload runtime runs as its host device (the "host" plugin loads an ELF
 /// shared object of the host's own architecture and calls its kernels through libffi, so
 /// that offload programs can be tested on machines without a GPU).
-pub fn is_device_target(tcx: TyCtxt<'_>) -> bool {
+pub(crate) fn is_device_target(tcx: TyCtxt<'_>) -> bool {
     let target = &tcx.sess.target;
     target.is_like_gpu
         || (matches!(target.arch, Arch::X86_64 | Arch::AArch64)
@@ -1043,7 +889,7 @@ pub fn is_device_target(tcx: TyCtxt<'_>) -> bool {
 
 /// The mono item roots of the device pass with `-Zoffload=Device=<path>`: the manifest's kernel
 /// instances if this crate is the manifest's crate, none if it is another crate of its graph.
-pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> {
+pub(crate) fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> {
     if !is_device_target(tcx) {
         tcx.dcx().emit_fatal(errors::OffloadDeviceUnsupportedTarget {
             path: path.to_string(),
@@ -1099,7 +945,7 @@ pub fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> 
             LaunchKey::Identity(identity) => identity,
             LaunchKey::LinkName(name) => {
                 // A 1.95-style kernel: the definition of the launched name.
-                let Some(def_id) = symbol_definition(tcx, name) else {
+                let Some(def_id) = crate::offload_image::symbol_definition(tcx, name) else {
                     tcx.dcx().emit_err(errors::OffloadDeclaredKernelUndefined {
                         path: path.to_string(),
                         kernel: name.clone(),
@@ -1229,27 +1075,4 @@ pub(crate) fn check_kernels_unused_by_device_code<'tcx>(
             });
         }
     }
-}
-
-/// The kernels that bare `-Zoffload=Device` adds to the base mono roots: every non-generic
-/// `#[rustc_offload_kernel]` function of the crate, also one that is small enough to be
-/// cross-crate inlinable (which makes it neither reachable-non-generic nor a root otherwise,
-/// and the host would launch a symbol the image lacks). The bare pass cannot know the
-/// instances of a generic kernel: it reports them instead of leaving them silently out.
-pub fn bare_device_kernels<'tcx>(tcx: TyCtxt<'tcx>) -> Vec<MonoItem<'tcx>> {
-    let mut kernels = Vec::new();
-    for def_id in tcx.hir_crate_items(()).definitions() {
-        if !is_kernel(tcx, def_id.to_def_id()) {
-            continue;
-        }
-        if tcx.generics_of(def_id).requires_monomorphization(tcx) {
-            tcx.dcx().emit_err(errors::OffloadGenericKernelWithoutManifest {
-                span: tcx.def_span(def_id),
-                kernel: tcx.def_path_str(def_id),
-            });
-        } else {
-            kernels.push(MonoItem::Fn(Instance::mono(tcx, def_id.to_def_id())));
-        }
-    }
-    kernels
 }

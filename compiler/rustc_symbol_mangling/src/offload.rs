@@ -4,9 +4,10 @@
 //! see different `-C metadata` (cargo sets it per target), so a kernel's device symbol cannot
 //! hash the `StableCrateId` that the usual manglings hash in. It is derived from the kernel
 //! instance's target-independent identity (`rustc_middle::ty::offload_kernel`) instead. The
-//! device pass's `symbol_name` takes it for the kernel ([`kernel_identity_symbol`]); the host pass keeps
-//! the usual mangling for its own copy of the kernel and launches the device's symbol, which it
-//! gets, like the manifest that records it, from the `offload_kernel_symbol` query.
+//! device pass's `symbol_name` takes it for the kernel ([`kernel_identity_symbol`]); the host
+//! pass keeps the usual mangling for its own copy of the kernel and launches the device's
+//! symbol, which it gets, like the manifest that records it, from the `offload_kernel_symbol`
+//! query.
 
 use rustc_data_structures::stable_hasher::StableHasher;
 use rustc_hashes::Hash64;
