@@ -38,8 +38,9 @@ verbs:
                    record the patch series as commits, one per patch with the new files its
                    `New-Files:` header names, on branch offload-series of cache/tree.git (every
                    patch must apply after the ones before it; `./x.py test` does this too);
-                   --check: `x.py check` of the crates each patch touches, prefix by prefix, in
-                   a second tree (cache/series), from patch NNNN on
+                   --check: `x.py check` of the compiler (and of bootstrap and rustdoc where a
+                   patch touches them), prefix by prefix, in a second tree (cache/series), from
+                   patch NNNN on
   manifest PATH    print an offload manifest (-Zoffload=HostMetadata=PATH) as text, one
                    kernel per line: instance, symbol, launching crates
   image PATH       print what an offload image (a device pass's host.out) holds: its

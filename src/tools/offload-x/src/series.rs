@@ -11,11 +11,15 @@
 //!
 //! [`check_prefixes`] (`./x.py series --check`) then checks out each commit in turn into a
 //! second tree (`<cache>/series/tree`) and runs upstream's `x.py check` there, inside the
-//! sysroot, on the crates the patch touches (`compiler/<crate>`, `src/bootstrap`,
-//! `src/librustdoc`); checking a crate checks the crates it depends on, as the earlier patches
-//! left them. Its build folder is its own (`<cache>/series/build`, incremental), so the
-//! compiler that the other verbs build is not touched; consecutive prefixes recheck only what
-//! changed. The last prefix is the whole series, which `./x.py build` builds in full.
+//! sysroot: on every compiler crate (`compiler`) when the patch touches the compiler, so that a
+//! crate the patch breaks without touching it is caught too, and on `src/bootstrap` and
+//! `src/librustdoc` when it touches those. Checking the compiler crate by crate does not work
+//! with this configuration: bootstrap passes `--features llvm_offload` to any crate list, and
+//! cargo refuses it for a crate without that feature. The build folder is the series' own
+//! (`<cache>/series/build`, incremental), so the compiler that the other verbs build is not
+//! touched, and consecutive prefixes recheck only the crates that changed and those that
+//! depend on them (about two minutes for the whole compiler from nothing on two cores). The
+//! last prefix is the whole series, which `./x.py build` builds in full.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -44,12 +48,13 @@ pub struct SeriesCommit {
     pub check_paths: Vec<String>,
 }
 
-/// The `x.py check` path of the crate or tool that holds `rel`, or None for a file no check
-/// covers (tests, docs).
+/// The `x.py check` path that covers `rel`: `compiler` (every compiler crate) for a compiler
+/// file, `src/bootstrap` or `src/librustdoc` for theirs, or None for a file no check covers
+/// (tests, docs).
 pub fn check_path(rel: &str) -> Option<String> {
     let parts: Vec<&str> = rel.split('/').collect();
     match parts.as_slice() {
-        ["compiler", krate, _, ..] => Some(format!("compiler/{krate}")),
+        ["compiler", _, _, ..] => Some("compiler".to_string()),
         ["src", "bootstrap", ..] => Some("src/bootstrap".to_string()),
         ["src", "librustdoc", ..] => Some("src/librustdoc".to_string()),
         _ => None,
@@ -167,7 +172,7 @@ pub fn series_tree(cache: &Cache) -> PathBuf {
 }
 
 /// Checks out each commit of the series from the patch named `from` on (default: the first)
-/// and runs `x.py check` on the crates it touches; stops at the first prefix that does not
+/// and runs `x.py check` on what it touches (see [`check_path`]); stops at the first prefix that does not
 /// build, naming its patch. Prints one line per prefix: its patch, the checked paths and the
 /// seconds it took.
 pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Result<()> {
