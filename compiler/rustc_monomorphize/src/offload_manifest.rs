@@ -261,34 +261,28 @@ fn launch_args_match<'tcx>(
 /// the signature is fine.
 pub(crate) fn check_kernel_signature(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
     let span = tcx.def_span(def_id);
+    // Printed only for an error: trimmed paths may be computed only when a diagnostic follows.
+    let kernel = || tcx.def_path_str(def_id);
     let sig = tcx.fn_sig(def_id).instantiate_identity().skip_binder();
-    let mut problems = Vec::new();
+    let dcx = tcx.dcx();
+    let mut fine = true;
     if tcx.asyncness(def_id).is_async() {
-        problems.push("is `async`: launching it would only build a future".to_string());
+        dcx.emit_err(errors::OffloadKernelAsync { span, kernel: kernel() });
+        fine = false;
     } else if !sig.output().is_unit() {
-        problems.push(format!(
-            "returns `{}`: a kernel returns `()` and writes its results through its pointer \
-             arguments",
-            sig.output()
-        ));
+        let ty = sig.output().to_string();
+        dcx.emit_err(errors::OffloadKernelReturnsValue { span, kernel: kernel(), ty });
+        fine = false;
     }
     if tcx.codegen_fn_attrs(def_id).flags.contains(CodegenFnAttrFlags::TRACK_CALLER) {
-        problems.push(
-            "is `#[track_caller]`: its hidden caller-location argument is never passed by the host"
-                .to_string(),
-        );
+        dcx.emit_err(errors::OffloadKernelTrackCaller { span, kernel: kernel() });
+        fine = false;
     }
     if sig.c_variadic {
-        problems.push("is C-variadic: the host launches a fixed list of arguments".to_string());
+        dcx.emit_err(errors::OffloadKernelCVariadic { span, kernel: kernel() });
+        fine = false;
     }
-    for problem in &problems {
-        tcx.dcx().emit_err(errors::OffloadKernelSignature {
-            span,
-            kernel: tcx.def_path_str(def_id),
-            problem: problem.clone(),
-        });
-    }
-    problems.is_empty()
+    fine
 }
 
 fn path_json(path: &ItemPath) -> Value {

@@ -233,6 +233,13 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
     restore_gpu_sysroot(cache)?;
     tested?;
     timer.done();
+    if paths.is_empty() {
+        // Each prefix of the patch series builds; prefixes checked before are skipped, so this
+        // costs time only after a patch changed (about ten minutes for the whole series).
+        let timer = Timer::start("SERIES", "x.py check of each prefix of the patch series");
+        crate::series::check_prefixes(project, cache, None)?;
+        timer.done();
+    }
     Ok(())
 }
 

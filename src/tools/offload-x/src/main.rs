@@ -23,8 +23,9 @@ verbs:
   build            stage-1 compiler, host std, and core for amdgcn-amd-amdhsa and
                    nvptx64-nvidia-cuda in its sysroot
   test [PATH...]   harness tests, upstream's rustfmt and tidy on our files (`style`), then at
-                   stage 1 tests/codegen-llvm/gpu_offload and our suites under tests/; PATHs
-                   (upstream test paths) run those instead
+                   stage 1 tests/codegen-llvm/gpu_offload and our suites under tests/, then
+                   `series --check` (prefixes checked before are skipped); PATHs (upstream
+                   test paths) run those suites instead
   style            upstream's rustfmt (--check) and tidy on the files we add or patch
   rustc ARGS...    the stage-1 rustc, in the current directory, inside the sysroot
   cargo ARGS...    cargo 1.95.0 with the stage-1 rustc (RUSTC_BOOTSTRAP=1, so -Zbuild-std

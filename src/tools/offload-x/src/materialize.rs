@@ -339,6 +339,55 @@ pub fn materialize(project: &Path, cache: &Cache, extra: &[(&str, Vec<u8>)]) -> 
     Ok(report)
 }
 
+/// The content of upstream's `rel` after `sections` (each patch's section for `rel`, in series
+/// order) are applied with `patch -p1 --fuzz=0`; `None` when upstream has no such file. Fails
+/// naming the patch whose section does not apply.
+fn state_after_sections(
+    cache: &Cache,
+    rel: &str,
+    sections: &[(&Path, &str)],
+) -> Result<Option<Vec<u8>>> {
+    let scratch = cache.root.join("export-scratch");
+    let _ = fs::remove_dir_all(&scratch);
+    let target = scratch.join(rel);
+    let io = |e: std::io::Error, p: &Path| Failure {
+        step: STEP,
+        message: format!("cannot write {}: {e}", p.display()),
+    };
+    fs::create_dir_all(target.parent().unwrap()).map_err(|e| io(e, &target))?;
+    if let Some(bytes) = base_content(cache, rel)? {
+        fs::write(&target, bytes).map_err(|e| io(e, &target))?;
+    }
+    for (patch, section) in sections {
+        let section_file = cache.root.join("export-section.diff");
+        fs::write(&section_file, section).map_err(|e| io(e, &section_file))?;
+        let out = Command::new("patch")
+            .args(["-p1", "-s", "-N", "--fuzz=0", "--no-backup-if-mismatch", "-r", "-", "-i"])
+            .arg(&section_file)
+            .current_dir(&scratch)
+            .output()
+            .map_err(|e| Failure { step: STEP, message: format!("cannot run patch: {e}") })?;
+        let _ = fs::remove_file(&section_file);
+        if !out.status.success() {
+            let _ = fs::remove_dir_all(&scratch);
+            let mut why = out.stdout.clone();
+            why.extend_from_slice(&out.stderr);
+            return fail(
+                STEP,
+                format!(
+                    "{}'s section of {rel} does not apply to upstream plus the patches before \
+                     it: {}; fix that section first",
+                    patch.display(),
+                    crate::ui::tail(&why, 3)
+                ),
+            );
+        }
+    }
+    let state = fs::read(&target).ok();
+    let _ = fs::remove_dir_all(&scratch);
+    Ok(state)
+}
+
 /// `git diff` of the tree's `rel` against `before` (the file as earlier patches left it; `None`:
 /// absent), with the usual `a/` and `b/` paths: the diff runs against a tree object that holds
 /// only `before`, made in a throwaway index so that the tree's own index is left alone.
@@ -350,16 +399,30 @@ fn diff_since(cache: &Cache, rel: &str, before: &Option<Vec<u8>>) -> Result<Stri
         cmd.env("GIT_INDEX_FILE", &index).args(args);
         cmd
     };
-    if let Some(bytes) = before {
+    let Some(bytes) = before else {
+        // Our new files are stored as files, never created by a patch.
+        return fail(
+            STEP,
+            format!("{rel} is created by one patch and changed by another; keep it as a new file"),
+        );
+    };
+    {
         let scratch = cache.root.join("export.blob");
         fs::write(&scratch, bytes).map_err(|e| Failure {
             step: STEP,
             message: format!("cannot write {}: {e}", scratch.display()),
         })?;
-        let blob = run_captured(STEP, git(cache).args(["hash-object", "-w"]).arg(&scratch))?;
+        let blob = run_captured(
+            STEP,
+            git(cache).args(["hash-object", "-w", "--no-filters"]).arg(&scratch),
+        )?;
         let _ = fs::remove_file(&scratch);
         let blob = String::from_utf8_lossy(&blob.stdout).trim().to_string();
-        let info = format!("100644,{blob},{rel}");
+        // Upstream's mode, so that the diff shows no mode change of an executable file.
+        let listed = run_captured(STEP, git(cache).args(["ls-tree", BASE_BRANCH, "--", rel]))?;
+        let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+        let mode = listed.split_whitespace().next().unwrap_or("100644");
+        let info = format!("{mode},{blob},{rel}");
         run_captured(STEP, &mut with_index(&["update-index", "--add", "--cacheinfo", &info]))?;
     }
     let tree = run_captured(STEP, &mut with_index(&["write-tree"]))?;
@@ -441,8 +504,9 @@ pub fn export(project: &Path, cache: &Cache, write: bool, new_patch: Option<&str
             *owners.entry(file).or_default() += 1;
         }
     }
-    let shared = owners.values().any(|&n| n > 1);
-    let states = if shared { apply_series(cache, &patches)? } else { SeriesStates::default() };
+    // Everything is computed before anything is written, so a refusal leaves the project as
+    // it was.
+    let mut writes = Vec::new();
     for (index, patch) in patches.iter().enumerate() {
         let mut body = String::new();
         for (file, section) in patch.files.iter().zip(&patch.sections) {
@@ -451,7 +515,21 @@ pub fn export(project: &Path, cache: &Cache, write: bool, new_patch: Option<&str
             } else if owners[file.as_str()] == 1 {
                 body.push_str(&diff_of(std::slice::from_ref(file))?);
             } else {
-                body.push_str(&diff_since(cache, file, &states.before[&(index, file.clone())])?);
+                // Only the earlier patches' sections of this file matter: the patch being
+                // regenerated, and any other patch, need not apply (after a hunk moved to an
+                // earlier patch, this one no longer does).
+                let earlier: Vec<(&Path, &str)> = patches[..index]
+                    .iter()
+                    .flat_map(|p| {
+                        p.files
+                            .iter()
+                            .zip(&p.sections)
+                            .filter(|(f, _)| *f == file)
+                            .map(move |(_, section)| (p.path.as_path(), section.as_str()))
+                    })
+                    .collect();
+                let before = state_after_sections(cache, file, &earlier)?;
+                body.push_str(&diff_since(cache, file, &before)?);
             }
         }
         let text = format!("{}{}", patch.header, body);
@@ -462,17 +540,21 @@ pub fn export(project: &Path, cache: &Cache, write: bool, new_patch: Option<&str
                     return fail(
                         STEP,
                         format!(
-                            "{} would be empty: the tree no longer changes its files; delete the patch",
+                            "{} would be empty: the tree no longer changes its files beyond what \
+                             the patches before it do; delete the patch",
                             patch.path.display()
                         ),
                     );
                 }
-                fs::write(&patch.path, text).map_err(|e| Failure {
-                    step: STEP,
-                    message: format!("cannot write {}: {e}", patch.path.display()),
-                })?;
+                writes.push((patch.path.clone(), text));
             }
         }
+    }
+    for (path, text) in writes {
+        fs::write(&path, text).map_err(|e| Failure {
+            step: STEP,
+            message: format!("cannot write {}: {e}", path.display()),
+        })?;
     }
     if !unowned.is_empty() {
         match (write, new_patch) {

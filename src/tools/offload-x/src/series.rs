@@ -34,6 +34,10 @@ use crate::upstream::{BASE_BRANCH, git};
 
 const STEP: &str = "SERIES";
 
+/// The version of what [`check_prefixes`] runs for a prefix (paths, arguments); part of the key
+/// of its record of passed prefixes, so that a change of the check rechecks everything.
+const CHECK_SCHEME: u32 = 1;
+
 /// The branch of the tree's git directory that holds the series, one commit per patch.
 pub const SERIES_BRANCH: &str = "offload-series";
 
@@ -119,7 +123,7 @@ pub fn build(project: &Path, cache: &Cache) -> Result<Vec<SeriesCommit>> {
         }
         for rel in &patch.new_files {
             let mut hash = git(cache);
-            hash.args(["hash-object", "-w"]).arg(&new_files[rel]);
+            hash.args(["hash-object", "-w", "--no-filters"]).arg(&new_files[rel]);
             let blob = out(hash)?;
             let mut add = with_index();
             add.args(["update-index", "--add", "--cacheinfo", &format!("100644,{blob},{rel}")]);
@@ -171,18 +175,24 @@ pub fn series_tree(cache: &Cache) -> PathBuf {
     cache.root.join("series/tree")
 }
 
-/// Checks out each commit of the series from the patch named `from` on (default: the first)
-/// and runs `x.py check` on what it touches (see [`check_path`]); stops at the first prefix that does not
-/// build, naming its patch. Prints one line per prefix: its patch, the checked paths and the
-/// seconds it took.
+/// Checks out each commit of the series from the patch named `from` on (default: the first,
+/// skipping the commits that passed before under the same configuration, which
+/// `<cache>/series/passed` records) and runs `x.py check` on what it touches (see
+/// [`check_path`]); stops at the first prefix that does not build, naming its patch. Prints
+/// one line per prefix: its patch, the checked paths and the seconds it took.
 pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Result<()> {
     let commits = build(project, cache)?;
     let start = match from {
         None => 0,
-        Some(name) => match commits.iter().position(|c| c.name.starts_with(name)) {
-            Some(i) => i,
-            None => return fail(STEP, format!("no patch of the series is named `{name}...`")),
-        },
+        Some(name) => {
+            let matching: Vec<usize> =
+                (0..commits.len()).filter(|&i| commits[i].name.starts_with(name)).collect();
+            match matching.as_slice() {
+                [i] => *i,
+                [] => return fail(STEP, format!("no patch of the series is named `{name}...`")),
+                _ => return fail(STEP, format!("`{name}` names more than one patch; give more of its name")),
+            }
+        }
     };
     let tree = series_tree(cache);
     let index = cache.root.join("series/index");
@@ -200,7 +210,42 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
     if !config.contains("series/build") {
         return fail(STEP, "config.example.toml no longer sets `build-dir`; update series.rs");
     }
+    // The prefixes that passed, by commit and checked paths: a commit names its whole tree, so
+    // an unchanged prefix needs no second check. The record is kept only while what else the
+    // check depends on is unchanged: the bootstrap configuration, the sysroot's packages (its
+    // completion stamp), the stage-0 toolchain and this check's own scheme. `--from` checks
+    // again regardless.
+    let passed_path = cache.root.join("series/passed");
+    let config_line = format!("config {:016x}\n", {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        CHECK_SCHEME.hash(&mut hasher);
+        config.hash(&mut hasher);
+        fs::read(cache.sysroot_stamp()).unwrap_or_default().hash(&mut hasher);
+        crate::cache::stage0_toolchain().hash(&mut hasher);
+        fs::read(crate::cache::stage0_toolchain().join("lib/rustlib/multirust-channel-manifest.toml"))
+            .unwrap_or_default()
+            .hash(&mut hasher);
+        hasher.finish()
+    });
+    let mut passed = fs::read_to_string(&passed_path).unwrap_or_default();
+    if !passed.starts_with(&config_line) {
+        passed = config_line;
+    }
+    let key = |commit: &SeriesCommit| format!("{} {}", commit.commit, commit.check_paths.join(" "));
+    let record = |passed: &mut String, commit: &SeriesCommit| -> Result<()> {
+        passed.push_str(&key(commit));
+        passed.push('\n');
+        fs::write(&passed_path, &passed).map_err(|e| Failure {
+            step: STEP,
+            message: format!("cannot write {}: {e}", passed_path.display()),
+        })
+    };
     for commit in &commits[start..] {
+        if from.is_none() && passed.lines().any(|line| line == key(commit)) {
+            say(STEP, format!("{}: checked before, unchanged", commit.name));
+            continue;
+        }
         // `read-tree -u --reset` rewrites only the files that differ from the last checkout, so
         // cargo sees unchanged crates as unchanged.
         let mut checkout = std::process::Command::new("git");
@@ -223,6 +268,7 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
         }
         if commit.check_paths.is_empty() {
             say(STEP, format!("{}: changes nothing that builds", commit.name));
+            record(&mut passed, commit)?;
             continue;
         }
         say(STEP, format!("{}: x.py check {}", commit.name, commit.check_paths.join(" ")));
@@ -239,9 +285,9 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
                 STEP,
                 format!(
                     "the series up to {} does not build ({status}; `x.py check` output above); \
-                     rerun from it with `./x.py series --check --from {}`",
-                    commit.name,
-                    &commit.name[..4.min(commit.name.len())]
+                     after a fix, `./x.py series --check` resumes there (the prefixes before it \
+                     passed and are skipped)",
+                    commit.name
                 ),
             );
         }
@@ -249,7 +295,14 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
             STEP,
             format!("{}: builds ({:.0} s)", commit.name, started.elapsed().as_secs_f64()),
         );
+        record(&mut passed, commit)?;
     }
-    say(STEP, format!("every prefix of the series builds ({} patches)", commits.len()));
+    match from {
+        None => say(STEP, format!("every prefix of the series builds ({} patches)", commits.len())),
+        Some(_) => say(
+            STEP,
+            format!("every prefix from {} on builds ({} patches)", commits[start].name, commits.len() - start),
+        ),
+    }
     Ok(())
 }

@@ -28,6 +28,10 @@ pub fn git(cache: &Cache) -> Command {
     cmd.arg("--git-dir").arg(cache.tree_git()).arg("--work-tree").arg(cache.tree());
     cmd.current_dir(cache.tree());
     cmd.env("GIT_CONFIG_NOSYSTEM", "1");
+    // Run from a git hook, these would point git at the project's repository instead.
+    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"] {
+        cmd.env_remove(var);
+    }
     cmd
 }
 

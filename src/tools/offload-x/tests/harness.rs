@@ -242,9 +242,43 @@ fn every_new_compiler_file_belongs_to_one_patch() {
     assert_eq!(String::from_utf8_lossy(&status.stdout), "");
 
     // A name without a file, and a file named twice, are refused too.
-    write(&project.join("src/patches/0003-b.patch"), &PATCH_A.replace("New-Files", "X").replacen("---\n", "New-Files: compiler/c.rs\n---\n", 1).replace("compiler/a.rs", "compiler/b.rs").replace("one", "two").replace("uno", "zwei"));
+    fs::remove_file(project.join("compiler/c.rs")).unwrap();
+    let patches = materialize::patches(&project).unwrap();
+    assert_eq!(
+        materialize::new_file_drift(&project, &patches).unwrap(),
+        vec![Drift::NewFileMissing(project.join("src/patches/0002-a-again.patch"), "compiler/c.rs".into())]
+    );
+    let err = series::build(&project, &cache).unwrap_err();
+    assert!(err.message.contains("names the new file compiler/c.rs, which the project lacks"), "{err}");
+    write(&project.join("compiler/c.rs"), "fn c() {}\n");
+    let twice = PATCH_A.replacen("---\n", "New-Files: compiler/c.rs\n---\n", 1);
+    write(&project.join("src/patches/0001-a.patch"), &twice);
     let err = materialize::patches(&project).unwrap_err();
     assert!(err.message.contains("the new file compiler/c.rs is named by"), "{err}");
+}
+
+#[test]
+fn export_needs_only_the_earlier_patches_of_a_shared_file_to_apply() {
+    let (project, cache) = setup("moved-hunk");
+    write(&project.join("src/patches/0001-a.patch"), PATCH_A);
+    write(&project.join("src/patches/0002-a-again.patch"), PATCH_A2);
+    write(&project.join("src/patches/0003-b.patch"), &PATCH_A.replace("a.rs", "b.rs").replace("fn a()", "fn b()").replace("one", "two").replace("uno", "zwei"));
+    materialize::materialize(&project, &cache, &[]).unwrap();
+    materialize::export(&project, &cache, true, None).unwrap();
+    // 0002's hunk, moved by hand into 0001: 0002 no longer applies, and export says what is
+    // left of it (nothing) instead of refusing the series; nothing is written.
+    let moved = PATCH_A.replace("+    uno();\n", "+    uno();\n+    dos();\n").replace("@@ -1,3 +1,3 @@", "@@ -1,3 +1,4 @@");
+    write(&project.join("src/patches/0001-a.patch"), &moved);
+    let before = fs::read_to_string(project.join("src/patches/0003-b.patch")).unwrap();
+    let err = materialize::export(&project, &cache, true, None).unwrap_err();
+    assert!(err.message.contains("0002-a-again.patch would be empty"), "{err}");
+    assert_eq!(fs::read_to_string(project.join("src/patches/0001-a.patch")).unwrap(), moved, "nothing written");
+    assert_eq!(fs::read_to_string(project.join("src/patches/0003-b.patch")).unwrap(), before);
+    // With 0002 deleted, the series is whole again and the tree agrees with it.
+    fs::remove_file(project.join("src/patches/0002-a-again.patch")).unwrap();
+    materialize::export(&project, &cache, true, None).unwrap();
+    let report = materialize::materialize(&project, &cache, &[]).unwrap();
+    assert!(report.written.is_empty(), "{report:?}");
 }
 
 #[test]
