@@ -42,6 +42,25 @@ pub const PATCH_DIR: &str = "src/patches";
 /// The header field that lists the new files a patch brings.
 pub const NEW_FILES_FIELD: &str = "New-Files:";
 
+/// What `export --patch` writes into a new patch's header for a person to replace.
+const NEW_PATCH_PLACEHOLDERS: &[&str] =
+    &["<what this patch changes, and why>", "<not-needed | not-yet", "<YYYY-MM-DD>"];
+
+/// Why `header` is not a filled-in DEP-3 header of ours, if it is not: a missing
+/// `Description:`, `Forwarded:` or `Last-Update:` field, or a placeholder (`<...>`) that
+/// `export --patch` wrote and nobody replaced.
+pub fn header_problem(header: &str) -> Option<String> {
+    for field in ["Description:", "Forwarded:", "Last-Update:"] {
+        let Some(line) = header.lines().find(|l| l.starts_with(field)) else {
+            return Some(format!("it has no `{field}` field"));
+        };
+        if NEW_PATCH_PLACEHOLDERS.iter().any(|p| line.contains(p)) {
+            return Some(format!("its `{field}` field is still the placeholder `{}`", line.trim()));
+        }
+    }
+    None
+}
+
 /// One patch of the series.
 #[derive(Debug)]
 pub struct Patch {
@@ -562,7 +581,7 @@ pub fn export(project: &Path, cache: &Cache, write: bool, new_patch: Option<&str
                 let path = project.join(PATCH_DIR).join(format!("{name}.patch"));
                 let header = format!(
                     "Description: <what this patch changes, and why>\n\
-                     Forwarded: not-needed\n\
+                     Forwarded: <not-needed | not-yet | could be forwarded (why) | partly (what)>\n\
                      Last-Update: <YYYY-MM-DD>\n\
                      ---\n"
                 );

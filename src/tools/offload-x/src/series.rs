@@ -67,7 +67,8 @@ pub fn check_path(rel: &str) -> Option<String> {
 
 /// Records the project's series as commits on [`SERIES_BRANCH`] (replacing what it held) and
 /// returns them in order. Fails, naming the patch or file, when a patch does not apply to
-/// upstream plus the patches before it, or when new files and `New-Files:` fields disagree.
+/// upstream plus the patches before it, when a header is not filled in
+/// ([`materialize::header_problem`]), or when new files and `New-Files:` fields disagree.
 pub fn build(project: &Path, cache: &Cache) -> Result<Vec<SeriesCommit>> {
     let patches = materialize::patches(project)?;
     let problems = materialize::new_file_drift(project, &patches)?;
@@ -83,6 +84,17 @@ pub fn build(project: &Path, cache: &Cache) -> Result<Vec<SeriesCommit>> {
             other => format!("{other:?}"),
         };
         return fail(STEP, what);
+    }
+    for patch in &patches {
+        if let Some(problem) = materialize::header_problem(&patch.header) {
+            return fail(
+                STEP,
+                format!(
+                    "{}: {problem}; fill in its header (src/doc/patches.md, \"The header says why\")",
+                    patch.path.display()
+                ),
+            );
+        }
     }
     let new_files = materialize::new_files(project)?;
     let index = cache.root.join("series.index");

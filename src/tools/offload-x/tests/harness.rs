@@ -197,6 +197,27 @@ fn a_prefix_is_checked_by_what_its_patch_touches() {
 }
 
 #[test]
+fn an_unfilled_patch_header_is_refused() {
+    let (project, cache) = setup("header");
+    write(&cache.tree().join("compiler/b.rs"), "fn b() {\n    zwei();\n}\n");
+    materialize::export(&project, &cache, true, Some("0001-compiler-b")).unwrap();
+    let err = series::build(&project, &cache).unwrap_err();
+    assert!(err.message.contains("0001-compiler-b.patch: its `Description:` field is still the placeholder"), "{err}");
+    let path = project.join("src/patches/0001-compiler-b.patch");
+    let filled = fs::read_to_string(&path)
+        .unwrap()
+        .replace("<what this patch changes, and why>", "compiler: rename two")
+        .replace("Forwarded: <not-needed | not-yet | could be forwarded (why) | partly (what)>", "Forwarded: not-needed");
+    fs::write(&path, &filled).unwrap();
+    let err = series::build(&project, &cache).unwrap_err();
+    assert!(err.message.contains("its `Last-Update:` field is still the placeholder"), "{err}");
+    fs::write(&path, filled.replace("<YYYY-MM-DD>", "2026-12-01")).unwrap();
+    assert_eq!(series::build(&project, &cache).unwrap().len(), 1);
+    // A description may name placeholders of its own, like `-Zoffload=Device=<manifest>`.
+    assert_eq!(materialize::header_problem("Description: x=<manifest>\nForwarded: no\nLast-Update: 1\n"), None);
+}
+
+#[test]
 fn a_patch_that_needs_a_later_one_is_named() {
     let (project, cache) = setup("order");
     write(&project.join("src/patches/0001-a-again.patch"), PATCH_A2);
