@@ -233,68 +233,65 @@ pub fn desired(project: &Path, cache: &Cache) -> Result<Desired> {
         })?;
         want.insert(rel, Some(bytes));
     }
-    let series = apply_series(cache, &patches(project)?)?;
-    want.extend(series.after);
+    want.extend(apply_series(cache, &patches(project)?)?);
     Ok(want)
 }
 
-/// What applying the series in order did to the files it touches.
-#[derive(Debug, Default)]
-pub struct SeriesStates {
-    /// For each patch (by index) and file it changes: the file's content before the patch
-    /// (`None`: absent).
-    pub before: BTreeMap<(usize, String), Option<Vec<u8>>>,
-    /// The content of each touched file after the whole series.
-    pub after: Desired,
+/// Applies the patch file `patch` in `dir` with `patch -p1 --fuzz=0` (hunks found by their
+/// context, at any offset, never with less of it). `Err` holds the last lines `patch` printed.
+fn apply_patch_file(dir: &Path, patch: &Path) -> Result<std::result::Result<(), String>> {
+    let out = Command::new("patch")
+        .args(["-p1", "-s", "-N", "--fuzz=0", "--no-backup-if-mismatch", "-r", "-", "-i"])
+        .arg(std::path::absolute(patch).unwrap_or(patch.to_path_buf()))
+        .current_dir(dir)
+        .output()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot run patch: {e}") })?;
+    if out.status.success() {
+        return Ok(Ok(()));
+    }
+    let mut why = out.stdout;
+    why.extend_from_slice(&out.stderr);
+    Ok(Err(crate::ui::tail(&why, 3)))
 }
 
-/// Applies `patches` in order, each to the files as the patches before it left them, with
-/// `patch -p1 --fuzz=0` in a scratch folder of the cache.
-pub fn apply_series(cache: &Cache, patches: &[Patch]) -> Result<SeriesStates> {
+/// Applies `patches` in order, each to the files as the patches before it left them, in a
+/// scratch folder of the cache, and returns the content of each file they touch after the
+/// whole series.
+pub fn apply_series(cache: &Cache, patches: &[Patch]) -> Result<Desired> {
     let io = |e: std::io::Error, p: &Path| Failure {
         step: STEP,
         message: format!("cannot write {}: {e}", p.display()),
     };
     let scratch = cache.root.join("patch-scratch");
     let _ = fs::remove_dir_all(&scratch);
-    let mut states = SeriesStates::default();
-    for (index, patch) in patches.iter().enumerate() {
+    let mut after = Desired::new();
+    for patch in patches {
         for rel in &patch.files {
             let target = scratch.join(rel);
-            if !states.after.contains_key(rel) {
+            if !after.contains_key(rel) {
                 fs::create_dir_all(target.parent().unwrap()).map_err(|e| io(e, &target))?;
                 if let Some(bytes) = base_content(cache, rel)? {
                     fs::write(&target, bytes).map_err(|e| io(e, &target))?;
                 }
             }
-            states.before.insert((index, rel.clone()), fs::read(&target).ok());
         }
-        let out = Command::new("patch")
-            .args(["-p1", "-s", "-N", "--fuzz=0", "--no-backup-if-mismatch", "-r", "-", "-i"])
-            .arg(std::path::absolute(&patch.path).unwrap_or(patch.path.clone()))
-            .current_dir(&scratch)
-            .output()
-            .map_err(|e| Failure { step: STEP, message: format!("cannot run patch: {e}") })?;
-        if !out.status.success() {
-            let mut why = out.stdout.clone();
-            why.extend_from_slice(&out.stderr);
+        if let Err(why) = apply_patch_file(&scratch, &patch.path)? {
             let _ = fs::remove_dir_all(&scratch);
             return fail(
                 STEP,
                 format!(
-                    "{} does not apply to upstream and the patches before it: {}; rebase it \
+                    "{} does not apply to upstream and the patches before it: {why}; rebase it \
                      (edit the materialized tree, then `x.py export`)",
                     patch.path.display(),
-                    crate::ui::tail(&why, 3)
                 ),
             );
         }
         for rel in &patch.files {
-            states.after.insert(rel.clone(), fs::read(scratch.join(rel)).ok());
+            after.insert(rel.clone(), fs::read(scratch.join(rel)).ok());
         }
     }
     let _ = fs::remove_dir_all(&scratch);
-    Ok(states)
+    Ok(after)
 }
 
 /// What [`materialize`] did: paths written (created, changed or restored) and removed.
@@ -380,24 +377,16 @@ fn state_after_sections(
     for (patch, section) in sections {
         let section_file = cache.root.join("export-section.diff");
         fs::write(&section_file, section).map_err(|e| io(e, &section_file))?;
-        let out = Command::new("patch")
-            .args(["-p1", "-s", "-N", "--fuzz=0", "--no-backup-if-mismatch", "-r", "-", "-i"])
-            .arg(&section_file)
-            .current_dir(&scratch)
-            .output()
-            .map_err(|e| Failure { step: STEP, message: format!("cannot run patch: {e}") })?;
+        let applied = apply_patch_file(&scratch, &section_file)?;
         let _ = fs::remove_file(&section_file);
-        if !out.status.success() {
+        if let Err(why) = applied {
             let _ = fs::remove_dir_all(&scratch);
-            let mut why = out.stdout.clone();
-            why.extend_from_slice(&out.stderr);
             return fail(
                 STEP,
                 format!(
                     "{}'s section of {rel} does not apply to upstream plus the patches before \
-                     it: {}; fix that section first",
+                     it: {why}; fix that section first",
                     patch.display(),
-                    crate::ui::tail(&why, 3)
                 ),
             );
         }
