@@ -7,6 +7,9 @@ builds, for each GPU target, the device pass of
   (a) `core` alone (with `compiler_builtins`, which every `no_std` crate links),
   (b) the bundled example (`src/offload-example/lib.rs`) with `core`,
   (c) the kernel suite (`src/offload-bench/suite.rs`) with `core`,
+  (d) the same suite in the style rustc 1.95 accepts (`src/offload-bench/suite_195.rs`:
+      `#[no_mangle] extern "gpu-kernel"` definitions, host `extern "C"` declarations) with
+      `core`,
 
 with four compilers/modes side by side:
 
@@ -22,6 +25,11 @@ with four compilers/modes side by side:
          own.
   floor  our stage-1 rustc, `--emit=metadata` only, on the device target: what any device
          pass pays before codegen (parsing, type checking, MIR building).
+
+and, for (d) only, a fifth column, `base-lto`: base as the offload authors configure it, the
+1.95-style suite built as a `cdylib` with `lto = "fat"` and `panic = "abort"` (the standard
+crates then emit bitcode only, and LTO keeps what the `#[no_mangle]` kernels reach), in a
+workspace of its own (`ws-lto`, package `suite_195_lto`).
 
 Each mode is one cold `cargo build --release -j1 -Zbuild-std=core --target T` (the floor:
 `cargo check`, with every crate's `--emit` cut to metadata) of a workspace holding the example
@@ -40,7 +48,8 @@ bitcode defines in the first run (functions, bytes, and functions that no kernel
 the IR's call graph), summed over the crates of the build.
 
 Kernel quality (`quality.csv`, columns `target, kernel, metric, base, ours`): each kernel of the
-example and of the suite (without unrelated functions), as base and ours built it in the first
+example, of the suite (without unrelated functions) and of the 1.95-style suite, as base and
+ours built it in the first
 run, compiled by the GPU vendors' tools as the offload runtime would: nvptx `llc -mcpu=sm_90
 -O3` then `ptxas -arch=sm_90 -v` (registers, spill bytes stores plus loads, stack frame
 bytes); amdgcn `llc -mcpu=gfx90a -O3` (VGPRs, SGPRs, scratch bytes, and the number of ISA
@@ -54,7 +63,8 @@ The edit loop: after each cold build of stock, base and ours, one constant of th
 the suite's crate recompiles; `core` is built); ours first reruns the host metadata pass (warm
 `cargo check`, only the edited crate), since the manifest records the kernel's definition. The
 source and the manifest are restored afterwards. Each run also times a plain cold `cargo check`
-of the same crates on the host, against the host metadata pass.
+of the same crates on the host, against the host metadata pass. The report gives the spread of
+each mode's time between runs, (max - min) / min.
 
 Writes `results.json` (everything, per run), `results.csv` (medians), `scaling.csv`,
 `quality.csv`, `table.md` (the README table) and `results.png` (matplotlib, if installed) into
@@ -80,6 +90,8 @@ import time
 MODES = ["stock", "base", "ours", "floor"]
 TARGETS = {"amdgcn-amd-amdhsa": "gfx90a", "nvptx64-nvidia-cuda": None}
 SCALING = [0, 1000, 5000]
+# Input (d): the suite in the 1.95 style.
+SUITE_195 = "suite_195"
 
 
 def log(msg):
@@ -121,7 +133,7 @@ def vendor_check(bc, target, cuda_bin, scratch):
     return None
 
 
-QUALITY_ROOTS = ["offload_example", "suite_0"]
+QUALITY_ROOTS = ["offload_example", "suite_0", SUITE_195]
 
 
 def comparable(q):
@@ -135,14 +147,15 @@ def kernel_label(symbol, manifest_text=None):
     """The item name and generic arguments of a kernel: `fir`, `axpy::<f32>`. Ours: from the
     manifest's instance text (`suite::axpy::<f32>`); base: from the symbol's item name, where the
     suite's non-generic stand-ins `axpy_f32` name `axpy::<f32>`."""
-    if manifest_text and manifest_text.startswith("extern "):
-        # A 1.95-style kernel, launched by link name: base defines it under the same name.
-        return manifest_text[len("extern "):]
-    if manifest_text:
+    if manifest_text and not manifest_text.startswith("extern "):
         path, sep, args = manifest_text.partition("::<")
         return path.rsplit("::", 1)[-1] + (f"::<{args}" if sep else "")
-    m = KERNEL_SYMBOL.match(symbol)
-    name = m.group(1) if m else symbol
+    if manifest_text:
+        # A 1.95-style kernel, launched by link name: base defines it under the same name.
+        name = manifest_text[len("extern "):]
+    else:
+        m = KERNEL_SYMBOL.match(symbol)
+        name = m.group(1) if m else symbol
     inst = BASE_INSTANCE.match(name)
     return f"{inst.group(1)}::<{inst.group(2)}>" if inst else name
 
@@ -280,14 +293,17 @@ def unrelated_functions(n):
     return "\n".join(out)
 
 
-ROOTS = ["offload_example"] + [f"suite_{n}" for n in SCALING]
+ROOTS = ["offload_example"] + [f"suite_{n}" for n in SCALING] + [SUITE_195]
+# The offload authors' configuration of base, for input (d): its package and mode.
+LTO_PACKAGE, LTO_MODE = "suite_195_lto", "base-lto"
 
 
 def same_crate(package):
     """The scaling variants are one crate to rustc: crate `suite` (their `[lib]` name) under one
     `-C metadata` (the wrapper drops cargo's), so that only the unrelated functions differ."""
     return ["-Cmetadata=offload-bench-suite"] if package.startswith("suite_") else []
-ROWS = [("(a) core", []), ("(b) example + core", ["offload_example"]), ("(c) suite + core", ["suite_0"])]
+ROWS = [("(a) core", []), ("(b) example + core", ["offload_example"]), ("(c) suite + core", ["suite_0"]),
+        ("(d) 1.95-style suite + core", [SUITE_195])]
 # The edit loop's edit: one constant of the suite's `jacobi2d` kernel, same length.
 EDIT = ("0.25 * (input[i - 1][j]", "0.24 * (input[i - 1][j]")
 
@@ -296,10 +312,12 @@ class Bench:
     def __init__(self, args):
         self.args = args
         self.work = args.work
-        self.rustc = {"stock": args.stock, "base": args.ours, "ours": args.ours, "floor": args.ours}
+        self.rustc = {"stock": args.stock, "base": args.ours, "ours": args.ours, "floor": args.ours,
+                      LTO_MODE: args.ours}
         self.samples = []  # one dict per compilation
         self.images = {}  # (target, mode, crate) -> image facts
         self.ws = os.path.join(self.work, "ws")
+        self.ws_lto = os.path.join(self.work, "ws-lto")
         self.manifests = os.path.join(self.work, "manifests")
 
     def prepare_workspace(self):
@@ -308,7 +326,7 @@ class Bench:
         os.makedirs(self.manifests, exist_ok=True)
         with open(self.args.suite) as f:
             suite = f.read()
-        sources = {"offload_example": self.args.example}
+        sources = {"offload_example": self.args.example, SUITE_195: self.args.suite_195}
         for n in SCALING:
             path = os.path.join(self.ws, "src", f"suite_{n}.rs")
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -326,12 +344,23 @@ class Bench:
             with open(os.path.join(d, "Cargo.toml"), "w") as f:
                 f.write(f'[package]\nname = "{crate}"\nversion = "0.0.0"\nedition = "2024"\n\n'
                         f'[lib]\nname = "{lib}"\npath = "{path}"\ncrate-type = ["rlib"]\n')
+        # The offload authors' configuration: the 1.95-style suite as a fat-LTO `cdylib`.
+        d = os.path.join(self.ws_lto, LTO_PACKAGE)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(self.ws_lto, "Cargo.toml"), "w") as f:
+            f.write(f"[workspace]\nmembers = [\"{LTO_PACKAGE}\"]\nresolver = \"2\"\n\n"
+                    "[profile.release]\nopt-level = 3\ncodegen-units = 1\ndebug = false\nincremental = false\n"
+                    "lto = \"fat\"\npanic = \"abort\"\n")
+        with open(os.path.join(d, "Cargo.toml"), "w") as f:
+            f.write(f'[package]\nname = "{LTO_PACKAGE}"\nversion = "0.0.0"\nedition = "2024"\n\n'
+                    f'[lib]\nname = "{SUITE_195}"\npath = "{self.args.suite_195}"\ncrate-type = ["cdylib"]\n')
 
     def cargo(self, run_index, target, mode, verb, flags, build_std, images=None, emit_bc=False,
               warm_from=None, label_target=None):
         """One cold `cargo VERB` of the workspace, `-j1` so that compilations do not overlap;
         records every logged rustc invocation as a sample (under `label_target` if given).
-        With `warm_from`, a warm one in the target folder of that earlier mode instead."""
+        With `warm_from`, a warm one in the target folder of that earlier mode instead. The
+        fat-LTO mode builds its own workspace."""
         target_dir = os.path.join(self.work, "target", warm_from or mode)
         if not warm_from:
             shutil.rmtree(target_dir, ignore_errors=True)
@@ -362,11 +391,12 @@ class Bench:
             cmd.append("-Zbuild-std=core")
         out_path = os.path.join(self.work, "cargo.log")
         with open(out_path, "wb") as out:
-            code = subprocess.run(cmd, cwd=self.ws, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+            ws = self.ws_lto if mode == LTO_MODE else self.ws
+            code = subprocess.run(cmd, cwd=ws, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
         if code != 0:
             with open(out_path, "rb") as f:
                 sys.stderr.write(f.read().decode(errors="replace")[-8000:])
-            sys.exit(f"error: [BENCH] `{' '.join(cmd)}` ({mode}) failed with status {code} (in {self.ws})")
+            sys.exit(f"error: [BENCH] `{' '.join(cmd)}` ({mode}) failed with status {code} (in {ws})")
         # A warm build with nothing to do runs no rustc and writes no log.
         with open(log_path) if os.path.exists(log_path) else open(os.devnull) as f:
             for line in f:
@@ -379,7 +409,7 @@ class Bench:
         common = ["-Zunstable-options"]
         if TARGETS[target]:
             common.append(f"-Ctarget-cpu={TARGETS[target]}")
-        if mode == "base":
+        if mode in ("base", LTO_MODE):
             common.append("-Zoffload=Device")
         flags = {"*": list(common)}
         for crate in ROOTS:
@@ -438,7 +468,8 @@ class Bench:
             self.cargo(r, host, "check", "check", {c: same_crate(c) for c in ROOTS}, build_std=False)
             for target in self.args.targets:
                 # The order of the modes turns by one each run, so that none is always first.
-                for mode in MODES[r % len(MODES):] + MODES[:r % len(MODES)]:
+                modes = MODES + [LTO_MODE]
+                for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
                     t0 = time.perf_counter()
                     images = os.path.join(self.work, "images", target, mode) if r == 0 and mode != "floor" else None
                     self.cargo(r, target, mode, "check" if mode == "floor" else "build",
@@ -447,7 +478,7 @@ class Bench:
                     if images:
                         self.inspect(target, mode, images)
                     log(f"  {target} {mode}: {time.perf_counter() - t0:.1f} s")
-                    if mode != "floor":
+                    if mode in ("stock", "base", "ours"):
                         self.edit_loop(r, target, mode)
 
     def inspect(self, target, mode, images):
@@ -464,7 +495,7 @@ class Bench:
                 bc = image_bitcode(image, target, images) if os.path.exists(image) else None
             if not bc or not os.path.exists(bc):
                 # No image: with a manifest, `core` and its companions codegen nothing.
-                if crate in ROOTS and mode in ("stock", "base", "ours"):
+                if crate in ROOTS + [LTO_PACKAGE] and mode in ("stock", "base", "ours", LTO_MODE):
                     sys.exit(f"error: [BENCH] {target} {mode}: crate `{crate}` left no device code in {images}")
                 self.images[(target, mode, crate)] = None
                 continue
@@ -473,16 +504,23 @@ class Bench:
             with open(bc, "rb") as f:
                 digest = hashlib.sha256(f.read()).hexdigest()
             vendor = None
-            if crate in ROOTS and self.args.cuda_bin:
+            if crate in ROOTS + [LTO_PACKAGE] and self.args.cuda_bin:
                 # Whether the GPU vendors' tools accept the image. Ours must: it is the whole
                 # device program. Stock's and base's root modules are not (their `core` lies in
-                # another module), so for them this is information, not a requirement.
+                # another module), so for them this is information, not a requirement; nor is
+                # it for the fat-LTO image, though LTO made it whole.
                 vendor = vendor_check(bc, target, self.args.cuda_bin, images) or "accepted"
                 log(f"  {target} {mode} {crate}: vendor tools: {vendor}")
                 if mode == "ours" and vendor != "accepted":
                     sys.exit(f"error: [BENCH] {target} ours: the image of `{crate}` fails the vendor check: {vendor}")
             self.images[(target, mode, crate)] = dict(functions=functions, kernels=kernels, unreached=unreached,
                                                       bytes=os.path.getsize(bc), sha256=digest, vendor=vendor)
+        if mode == LTO_MODE:
+            # What fat LTO left in the `cdylib`'s image is the device program; the standard
+            # crates' images are the bitcode that LTO read.
+            if LTO_PACKAGE in graphs:
+                self.images[(target, mode, "row:" + ROWS[-1][0])] = self.images[(target, mode, LTO_PACKAGE)]
+            return
         for label, roots in ROWS:
             members = [c for c in self.crates(target, mode, roots) if c in graphs]
             if not members:
@@ -509,6 +547,16 @@ class Bench:
             if values:
                 per_run.append(sum(values) if key == "seconds" else max(values))
         return statistics.median(per_run) if per_run else None
+
+    def spread(self, target, mode, crates):
+        """(min, max) over runs of the per-run total time of `crates`, or None."""
+        per_run = []
+        for r in range(self.args.runs):
+            values = [s["seconds"] for s in self.samples
+                      if s["run"] == r and s["target"] == target and s["mode"] == mode and s["crate"] in crates]
+            if values:
+                per_run.append(sum(values))
+        return (min(per_run), max(per_run)) if per_run else None
 
     def image_facts(self, target, mode, crates, label):
         row = self.images.get((target, mode, "row:" + label))
@@ -538,7 +586,21 @@ class Bench:
                         # kernels cannot be computed for it.
                         row[f"{mode}_unreached"] = img["unreached"] if mode != "stock" else None
                         row[f"{mode}_bytes"] = img["bytes"]
+                # The fat-LTO configuration builds only input (d), in a workspace of its own.
+                lto_crates = self.crates(target, LTO_MODE, []) if roots == [SUITE_195] else []
+                row[f"{LTO_MODE}_crates"] = " ".join(lto_crates)
+                row[f"{LTO_MODE}_s"] = self.measure(target, LTO_MODE, lto_crates, "seconds") if lto_crates else None
+                rss = self.measure(target, LTO_MODE, lto_crates, "max_rss_kib") if lto_crates else None
+                row[f"{LTO_MODE}_rss_mib"] = rss / 1024 if rss is not None else None
+                img = self.images.get((target, LTO_MODE, "row:" + label)) if lto_crates else None
+                if img:
+                    for key in ("functions", "kernels", "unreached", "bytes"):
+                        row[f"{LTO_MODE}_{key}"] = img[key]
+                for mode in MODES + [LTO_MODE]:
+                    row[f"{mode}_spread"] = self.spread(target, mode, self.crates(target, mode, roots)
+                                                       if mode != LTO_MODE else lto_crates)
                 ratio = lambda a, b: a / b if a is not None and b else None
+                row[f"{LTO_MODE}/ours"] = ratio(row[f"{LTO_MODE}_s"], row["ours_s"])
                 row["stock/ours"] = ratio(row["stock_s"], row["ours_s"])
                 row["base/ours"] = ratio(row["base_s"], row["ours_s"])
                 row["ours/floor"] = ratio(row["ours_s"], row["floor_s"])
@@ -675,30 +737,43 @@ class Bench:
             f"{meta['cpus']} CPUs, {meta['date']} "
             "(`./x.py bench`): cold `cargo build --release -j1 -Zbuild-std=core` (the floor: `cargo check` "
             "with every crate's `--emit` cut to metadata), opt-level 3, one codegen unit. Seconds of rustc: "
-            "(a) is `core` and `compiler_builtins`; (b) and (c) add the root crate. stock = rustup 1.95.0 "
+            "(a) is `core` and `compiler_builtins`; (b), (c) and (d) add the root crate. stock = rustup 1.95.0 "
             "(its own PGO-built LLVM) without `-Zoffload`, which it lacks; base = ours (stage 1, Debian's "
             "LLVM 22) with bare `-Zoffload=Device`; ours = `-Zoffload=Device=<manifest>`, which builds no "
             "code for `core` (metadata with every function's optimized MIR; what "
             "the kernels reach is codegened in the root crate), so (a) is not the same work for ours; "
-            "floor = ours with `--emit=metadata`. "
+            "floor = ours with `--emit=metadata`; base-lto (input (d) only) = base as the offload authors "
+            "configure it: the 1.95-style suite as a `cdylib` with `lto = \"fat\"` and `panic = \"abort\"` "
+            "(the standard crates emit bitcode only; its functions and bytes are the LTO'd image's). "
             "stock and base build the suite with `--cfg offload_base` (its four launched generic "
             "instances as non-generic kernels). The host metadata pass that ours needs is not in these "
             "times (below). Device code, first run: functions defined by the crates' bitcode together, "
             "unreached = reached from no kernel through calls or globals (not computable for stock, "
             "which marks no kernels), bytes of bitcode.",
             "",
-            "| target | input | stock s | base s | ours s | floor s | stock/ours | base/ours | ours/floor "
-            "| peak MiB stock/base/ours/floor | functions stock/base/ours | unreached base/ours "
-            "| bitcode bytes stock/base/ours | kernels ours |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| target | input | stock s | base s | ours s | floor s | base-lto s | stock/ours | base/ours "
+            "| base-lto/ours | ours/floor | peak MiB stock/base/ours/floor | functions stock/base/ours "
+            "| unreached base/ours | bitcode bytes stock/base/ours | kernels ours | base-lto functions / bytes |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in rows:
             rss = "/".join(fmt(r.get(m + "_rss_mib"), "{:.0f}") for m in MODES)
+            lto = "-" if r.get(f"{LTO_MODE}_functions") is None else (
+                f"{r[f'{LTO_MODE}_functions']} / {r[f'{LTO_MODE}_bytes']}")
             lines.append(
                 f"| {r['target']} | {r['input']} | {fmt(r['stock_s'])} | {fmt(r['base_s'])} | {fmt(r['ours_s'])} "
-                f"| {fmt(r['floor_s'])} | {fmt(r['stock/ours'])} | {fmt(r['base/ours'])} | {fmt(r['ours/floor'])} "
+                f"| {fmt(r['floor_s'])} | {fmt(r.get(f'{LTO_MODE}_s'))} | {fmt(r['stock/ours'])} "
+                f"| {fmt(r['base/ours'])} | {fmt(r.get(f'{LTO_MODE}/ours'))} | {fmt(r['ours/floor'])} "
                 f"| {rss} | {trio(r, 'functions')} | {trio(r, 'unreached', ('base', 'ours'))} "
-                f"| {trio(r, 'bytes')} | {fmt(r.get('ours_kernels'), '{}')} |")
+                f"| {trio(r, 'bytes')} | {fmt(r.get('ours_kernels'), '{}')} | {lto} |")
+        spread = lambda r, m: "-" if not r.get(f"{m}_spread") else "{:.2f}-{:.2f} ({:.0%})".format(
+            r[f"{m}_spread"][0], r[f"{m}_spread"][1], (r[f"{m}_spread"][1] - r[f"{m}_spread"][0]) / r[f"{m}_spread"][0])
+        lines += ["", f"Spread between the {meta['runs']} runs: each mode's fastest and slowest run, seconds, and "
+                      "(max - min) / min.", "",
+                  "| target | input | stock | base | ours | floor | base-lto |", "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {r['target']} | {r['input']} | "
+                         + " | ".join(spread(r, m) for m in MODES + [LTO_MODE]) + " |")
         lines += ["", "Scaling: the suite's crate alone (its `core` unchanged) with 1,000 or 5,000 unrelated "
                       "functions appended, the three variants one crate to rustc (`suite`, one `-C metadata`): "
                       "rustc seconds, functions defined and bitcode bytes (change from +0), and whether the "
@@ -737,7 +812,8 @@ class Bench:
             lines.append("")
         quality = getattr(self, "quality_rows", [])
         if quality:
-            lines += ["Kernel quality, first run (`quality.csv`: the example's and the suite's kernels through the "
+            lines += ["Kernel quality, first run (`quality.csv`: the kernels of the example, the suite and the "
+                      "1.95-style suite through the "
                       "vendors' tools; nvptx: `ptxas -v` registers, spill and stack bytes; amdgcn: VGPRs, SGPRs, "
                       "scratch bytes, ISA instructions), rows where ours is below / equal to / above base:", ""]
             for target in self.args.targets:
@@ -898,6 +974,7 @@ def main():
     p.add_argument("--tree", required=True, help="the materialized upstream tree (its library/ is built)")
     p.add_argument("--example", required=True)
     p.add_argument("--suite", required=True)
+    p.add_argument("--suite-195", help="input (d), the 1.95-style suite (default: suite_195.rs beside --suite)")
     p.add_argument("--work", required=True, help="scratch folder (emptied)")
     p.add_argument("--results", required=True, help="where results.{json,csv,png} and table.md go")
     p.add_argument("--cuda-bin", help="folder of NVIDIA's ptxas and nvlink, for the vendor check of images")
@@ -910,6 +987,8 @@ def main():
     p.add_argument("--allocator", type=int, metavar="ROUNDS",
                    help="only measure the allocator lever (jemalloc against glibc), ROUNDS rounds")
     args = p.parse_args()
+    if not args.suite_195:
+        args.suite_195 = os.path.join(os.path.dirname(os.path.abspath(args.suite)), "suite_195.rs")
     if args.allocator:
         allocator_lever(args)
         return
@@ -930,7 +1009,7 @@ def main():
         bench.meta = data["meta"]
         if args.reinspect:
             for target in args.targets:
-                for mode in ["stock", "base", "ours"]:
+                for mode in ["stock", "base", "ours", LTO_MODE]:
                     images = os.path.join(args.work, "images", target, mode)
                     if os.path.isdir(images):
                         bench.inspect(target, mode, images)

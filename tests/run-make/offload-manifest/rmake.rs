@@ -103,6 +103,19 @@ fn main() {
         "opt-level 0: the image must export the kernels and no more"
     );
     assert_eq!(vendor_check(&o0.join("host.out"), "amdgcn-amd-amdhsa").kernels, symbols);
+    // The entry of a generic kernel's instance calls the instance, an internal function of its
+    // own (the shape of a 1.95-style wrapper, which the optimizer simplifies before inlining it;
+    // at opt-level 0 nothing inlines it); a non-generic kernel's body is its entry's.
+    for entry in entries {
+        let symbol = entry["symbol"].as_str().unwrap();
+        let generic = entry["kernel"].as_str().unwrap().contains("::<");
+        let instance = format!("define internal void @{symbol}.instance(");
+        assert_eq!(ir.contains(&instance), generic, "opt-level 0: {symbol}'s instance:\n{ir}");
+        let call = format!("call void @{symbol}.instance(");
+        assert_eq!(ir.contains(&call), generic, "opt-level 0: {symbol}'s entry:\n{ir}");
+    }
+    // The attributes that mark kernels for the device pass are gone from the image.
+    assert!(!ir.contains("\"offload-kernel"), "opt-level 0: a kernel marker is left:\n{ir}");
 
     for (target, cpu, kernel_cc) in [
         ("amdgcn-amd-amdhsa", Some("gfx90a"), "amdgpu_kernel"),
