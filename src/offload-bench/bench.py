@@ -768,7 +768,7 @@ class Bench:
                 f"| {trio(r, 'bytes')} | {fmt(r.get('ours_kernels'), '{}')} | {lto} |")
         spread = lambda r, m: "-" if not r.get(f"{m}_spread") else "{:.2f}-{:.2f} ({:.0%})".format(
             r[f"{m}_spread"][0], r[f"{m}_spread"][1], (r[f"{m}_spread"][1] - r[f"{m}_spread"][0]) / r[f"{m}_spread"][0])
-        lines += ["", f"Spread between the {meta['runs']} runs: each mode's fastest and slowest run, seconds, and "
+        lines += ["", f"Spread between the runs ({meta['runs']}): each mode's fastest and slowest run, seconds, and "
                       "(max - min) / min.", "",
                   "| target | input | stock | base | ours | floor | base-lto |", "|---|---|---|---|---|---|---|"]
         for r in rows:
