@@ -49,10 +49,10 @@ the IR's call graph), summed over the crates of the build.
 
 Kernel quality (`quality.csv`, columns `target, kernel, metric, base, ours`): each kernel of the
 example, of the suite (without unrelated functions) and of the 1.95-style suite, as base and
-ours built it in the first
-run, compiled by the GPU vendors' tools as the offload runtime would: nvptx `llc -mcpu=sm_90
--O3` then `ptxas -arch=sm_90 -v` (registers, spill bytes stores plus loads, stack frame
-bytes); amdgcn `llc -mcpu=gfx90a -O3` (VGPRs, SGPRs, scratch bytes, and the number of ISA
+ours built it in the first run, and of the realistic corpus of the complete-image tests
+(`corpus_images`, built apart from the timed runs); each compiled by the GPU vendors' tools as
+the offload runtime would: nvptx `llc -mcpu=sm_90 -O3` then `ptxas -arch=sm_90 -v` (registers,
+spill bytes stores plus loads, stack frame bytes); amdgcn `llc -mcpu=gfx90a -O3` (VGPRs, SGPRs, scratch bytes, and the number of ISA
 instructions of the kernel's body). Kernels are matched by item and generic arguments (ours:
 the manifest's instance text; base: the kernel's name, where `axpy_f32` stands for
 `axpy::<f32>`, see `suite.rs`). Base's root module calls what `core` defines in another module
@@ -134,13 +134,15 @@ def vendor_check(bc, target, cuda_bin, scratch):
 
 
 QUALITY_ROOTS = ["offload_example", "suite_0", SUITE_195]
+# The realistic corpus of tests/run-make/offload-manifest-complete, in quality.csv only.
+CORPUS_ROOT = "corpus"
 
 
 def comparable(q):
     """Whether a quality row holds two counts (not an expression LLVM could not evaluate)."""
     return isinstance(q["base"], int) and isinstance(q["ours"], int)
 KERNEL_SYMBOL = re.compile(r"^_offload_kernel_(\w+)_[0-9a-f]{16}$")
-BASE_INSTANCE = re.compile(r"^(axpy|scale)_(f32|f64|i32|u32)$")
+BASE_INSTANCE = re.compile(r"^(axpy|scale)_(f32|f64|i32|u32|u64)$")
 
 
 def kernel_label(symbol, manifest_text=None):
@@ -638,17 +640,65 @@ class Bench:
         self.host_check, self.edit_rows = check, edit
         return rows, scaling, host
 
+    def corpus_images(self, target):
+        """The realistic corpus of the complete-image tests (`corpus.rs` and its dependency
+        `devlib.rs`, in `--corpus`), through the host metadata pass and then the device passes
+        of base (`--cfg offload_base`: its generic kernel's two instances as non-generic
+        kernels) and ours, for `target`, as that test builds them: opt-level 3, `core` from our
+        sysroot (built with `-Zalways-encode-mir`). Not timed. Returns ({mode: image}, manifest).
+        Raises ValueError, naming the compilation, if one fails."""
+        work = os.path.join(self.work, "corpus", target)
+        shutil.rmtree(work, ignore_errors=True)
+        host = os.path.join(work, "host")
+        os.makedirs(host)
+        manifest = os.path.join(work, "corpus.json")
+        devlib, corpus = (os.path.join(self.args.corpus, f) for f in ("devlib.rs", "corpus.rs"))
+
+        def rustc(args):
+            done = subprocess.run([self.args.ours] + args, env=dict(os.environ, RUSTC_BOOTSTRAP="1"),
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                raise ValueError(f"corpus: `rustc {' '.join(args)}` failed:\n{done.stderr[-3000:]}")
+
+        common = ["--edition", "2024", "-Zunstable-options"]
+        host_pass = common + ["--out-dir", host, "--emit=metadata", f"-Zoffload=HostMetadata={manifest}"]
+        rustc(host_pass + ["--crate-type", "rlib", devlib, "-Cmetadata=devlib-host"])
+        rustc(host_pass + ["--crate-type", "lib", corpus, "-Cmetadata=corpus-host",
+                           "--extern", f"devlib={os.path.join(host, 'libdevlib.rmeta')}"])
+        images = {}
+        for mode, flags in (("base", ["-Zoffload=Device", "--cfg", "offload_base"]),
+                            ("ours", [f"-Zoffload=Device={manifest}"])):
+            out = os.path.join(work, mode)
+            os.makedirs(out)
+            device = common + ["--target", target, "-Copt-level=3", "--out-dir", out, "-L", out] + flags
+            if TARGETS[target]:
+                device.append(f"-Ctarget-cpu={TARGETS[target]}")
+            rustc(device + ["--crate-type", "rlib", devlib, "-Cmetadata=devlib-device"])
+            # Base writes an image per crate; the root's, written last, holds the kernels.
+            rustc(device + ["--crate-type", "lib", corpus, "-Cmetadata=corpus-device",
+                            "--extern", f"devlib={os.path.join(out, 'libdevlib.rlib')}"])
+            images[mode] = os.path.join(out, "host.out")
+        return images, manifest
+
     def quality(self):
         """Rows `target, kernel, metric, base, ours` for each kernel of the quality roots that
-        both modes built (see the module documentation); empty when the first run's images are
-        gone."""
+        both modes built (see the module documentation), and of the realistic corpus
+        (`corpus_images`); the roots are left out when the first run's images are gone."""
         rows = []
         for target in self.args.targets:
-            for root in QUALITY_ROOTS:
+            sources = [(root, {mode: os.path.join(self.work, "images", target, mode, f"{root}.host.out")
+                               for mode in ("base", "ours")}, os.path.join(self.manifests, f"{root}.json"))
+                       for root in QUALITY_ROOTS]
+            if self.args.corpus:
+                try:
+                    sources.append((CORPUS_ROOT,) + self.corpus_images(target))
+                except ValueError as e:
+                    log(f"kernel quality: {target} {CORPUS_ROOT}: left out: {e}")
+            for root, mode_images, manifest in sources:
                 by_mode = {}
                 for mode in ("base", "ours"):
-                    images = os.path.join(self.work, "images", target, mode)
-                    image = os.path.join(images, f"{root}.host.out")
+                    image = mode_images[mode]
+                    images = os.path.dirname(image)
                     if not os.path.exists(image):
                         break
                     bc = image_bitcode(image, target, images)
@@ -660,7 +710,7 @@ class Bench:
                         metrics = amdgcn_quality(bc, images)
                     texts = {}
                     if mode == "ours":
-                        with open(os.path.join(self.manifests, f"{root}.json")) as f:
+                        with open(manifest) as f:
                             texts = {k["symbol"]: k["kernel"] for k in json.load(f)["kernels"]}
                     by_mode[mode] = {kernel_label(sym, texts.get(sym)): m for sym, m in metrics.items()}
                 if len(by_mode) != 2:
@@ -812,8 +862,8 @@ class Bench:
             lines.append("")
         quality = getattr(self, "quality_rows", [])
         if quality:
-            lines += ["Kernel quality, first run (`quality.csv`: the kernels of the example, the suite and the "
-                      "1.95-style suite through the "
+            lines += ["Kernel quality, first run (`quality.csv`: the kernels of the example, the suite, the "
+                      "1.95-style suite and the realistic corpus through the "
                       "vendors' tools; nvptx: `ptxas -v` registers, spill and stack bytes; amdgcn: VGPRs, SGPRs, "
                       "scratch bytes, ISA instructions), rows where ours is below / equal to / above base:", ""]
             for target in self.args.targets:
@@ -975,6 +1025,8 @@ def main():
     p.add_argument("--example", required=True)
     p.add_argument("--suite", required=True)
     p.add_argument("--suite-195", help="input (d), the 1.95-style suite (default: suite_195.rs beside --suite)")
+    p.add_argument("--corpus", help="folder of the realistic corpus (corpus.rs, devlib.rs) for the kernel "
+                   "quality (default: tests/run-make/offload-manifest-complete of the project)")
     p.add_argument("--work", required=True, help="scratch folder (emptied)")
     p.add_argument("--results", required=True, help="where results.{json,csv,png} and table.md go")
     p.add_argument("--cuda-bin", help="folder of NVIDIA's ptxas and nvlink, for the vendor check of images")
@@ -989,6 +1041,9 @@ def main():
     args = p.parse_args()
     if not args.suite_195:
         args.suite_195 = os.path.join(os.path.dirname(os.path.abspath(args.suite)), "suite_195.rs")
+    if not args.corpus:
+        args.corpus = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "run-make",
+                                   "offload-manifest-complete")
     if args.allocator:
         allocator_lever(args)
         return
