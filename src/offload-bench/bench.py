@@ -547,24 +547,24 @@ class Bench:
         all_crates = {s["crate"] for s in self.samples if s["target"] == target and s["mode"] == mode}
         return sorted(c for c in all_crates if c not in ROOTS or c in roots)
 
-    def measure(self, target, mode, crates, key):
-        """Median over runs of the per-run total time (or peak RSS) of `crates`."""
+    def per_run(self, target, mode, crates, key):
+        """The per-run total time (or peak RSS) of `crates`, for each run that built them."""
         per_run = []
         for r in range(self.args.runs):
             values = [s[key] for s in self.samples
                       if s["run"] == r and s["target"] == target and s["mode"] == mode and s["crate"] in crates]
             if values:
                 per_run.append(sum(values) if key == "seconds" else max(values))
+        return per_run
+
+    def measure(self, target, mode, crates, key):
+        """Median over runs of the per-run total time (or peak RSS) of `crates`."""
+        per_run = self.per_run(target, mode, crates, key)
         return statistics.median(per_run) if per_run else None
 
     def spread(self, target, mode, crates):
         """(min, max) over runs of the per-run total time of `crates`, or None."""
-        per_run = []
-        for r in range(self.args.runs):
-            values = [s["seconds"] for s in self.samples
-                      if s["run"] == r and s["target"] == target and s["mode"] == mode and s["crate"] in crates]
-            if values:
-                per_run.append(sum(values))
+        per_run = self.per_run(target, mode, crates, "seconds")
         return (min(per_run), max(per_run)) if per_run else None
 
     def image_facts(self, target, mode, crates, label):
