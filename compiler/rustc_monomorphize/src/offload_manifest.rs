@@ -223,10 +223,11 @@ fn launches_in<'tcx>(
     }
 }
 
-/// Whether the argument tuple `passed` of an `offload` launch has exactly the parameter types of
-/// the launched kernel (`kernel` with `kernel_args`); reports a mismatch at `span`. The host
-/// maps each argument by the kernel's parameter type, so a tuple of other types would hand the
-/// device other bytes than the kernel reads.
+/// Whether the argument tuple `passed` of an `offload` launch fits the parameters of the launched
+/// kernel (`kernel` with `kernel_args`); reports a mismatch at `span`. The host maps each argument
+/// by the kernel's parameter type, so a tuple of other types would hand the device other bytes
+/// than the kernel reads. What rustc 1.95 accepts where the ABI agrees is accepted too (see
+/// [`pointer_args_agree`]).
 fn launch_args_match<'tcx>(
     tcx: TyCtxt<'tcx>,
     span: Span,
@@ -240,7 +241,9 @@ fn launch_args_match<'tcx>(
     let passed = tcx.normalize_erasing_regions(typing_env, passed);
     let ty::Tuple(passed_tys) = *passed.kind() else { return true };
     if passed_tys.len() == sig.inputs().len()
-        && passed_tys.iter().zip(sig.inputs()).all(|(passed, param)| passed == *param)
+        && passed_tys.iter().zip(sig.inputs()).all(|(passed, param)| {
+            passed == *param || pointer_args_agree(tcx, span, kernel, kernel_args, passed, *param)
+        })
     {
         return true;
     }
@@ -252,6 +255,45 @@ fn launch_args_match<'tcx>(
         params: params.to_string(),
     });
     false
+}
+
+/// Whether the launch argument type `passed` stands for the kernel parameter type `param` as
+/// rustc 1.95 took it: both are raw pointers or references (one ABI: a thin or wide pointer)
+/// to the same pointee, so the runtime maps the same bytes. A `*mut T` or `&mut T` may be passed
+/// where the kernel takes `*const T` or `&T`. A `*const T` or `&T` passed where the kernel takes
+/// `*mut T` or `&mut T` is accepted with a warning at `span`: the kernel's writes are copied back
+/// into memory the launch handed over as read-only.
+fn pointer_args_agree<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    span: Span,
+    kernel: DefId,
+    kernel_args: ty::GenericArgsRef<'tcx>,
+    passed: Ty<'tcx>,
+    param: Ty<'tcx>,
+) -> bool {
+    let pointer = |ty: Ty<'tcx>| match *ty.kind() {
+        ty::RawPtr(pointee, mutability) | ty::Ref(_, pointee, mutability) => {
+            Some((pointee, mutability))
+        }
+        _ => None,
+    };
+    let (Some((passed_pointee, passed_mut)), Some((param_pointee, param_mut))) =
+        (pointer(passed), pointer(param))
+    else {
+        return false;
+    };
+    if passed_pointee != param_pointee {
+        return false;
+    }
+    if param_mut.is_mut() && !passed_mut.is_mut() {
+        tcx.dcx().emit_warn(errors::OffloadLaunchSharedToMut {
+            span,
+            kernel: tcx.def_path_str_with_args(kernel, kernel_args),
+            passed: passed.to_string(),
+            param: param.to_string(),
+        });
+    }
+    true
 }
 
 /// Checks that the kernel `def_id` can be launched by the offload runtime, reporting each way it

@@ -1,8 +1,8 @@
 // The host metadata pass checks every `#[rustc_offload_kernel]` function of the crate where it
 // is defined, and every launch where it is: the offload runtime calls a kernel with a fixed
 // list of arguments and no return value, so a kernel returns `()` and is neither `async`, nor
-// `#[track_caller]` (a hidden argument), nor C-variadic; a launch passes a tuple of exactly the
-// kernel's parameter types.
+// `#[track_caller]` (a hidden argument), nor C-variadic; a launch passes a tuple of the kernel's
+// parameter types (`launch-pointer-args.rs`: the pointers and references that may stand in).
 
 //@ needs-offload
 //@ edition: 2024
@@ -49,6 +49,7 @@ pub fn launch(x: &mut f32) {
     //~^ ERROR `offload` passes `(*mut f32,)` to the kernel `fine`, which takes `(*mut f32, u32)`
     core::intrinsics::offload::<_, _, ()>(fine, [1, 1, 1], [1, 1, 1], (x as *mut f32, 1u64));
     //~^ ERROR `offload` passes `(*mut f32, u64)` to the kernel `fine`, which takes `(*mut f32, u32)`
-    core::intrinsics::offload::<_, _, ()>(fine, [1, 1, 1], [1, 1, 1], (&raw const *x, 1u32));
-    //~^ ERROR `offload` passes `(*const f32, u32)` to the kernel `fine`, which takes `(*mut f32, u32)`
+    let other_pointee = x as *mut f32 as *mut i32;
+    core::intrinsics::offload::<_, _, ()>(fine, [1, 1, 1], [1, 1, 1], (other_pointee, 1u32));
+    //~^ ERROR `offload` passes `(*mut i32, u32)` to the kernel `fine`, which takes `(*mut f32, u32)`
 }

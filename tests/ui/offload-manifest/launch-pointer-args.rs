@@ -1,0 +1,61 @@
+// A launch may pass what rustc 1.95 passed where the ABI agrees: a raw pointer where the kernel
+// takes a reference to the same pointee and the other way round, and a mutable pointer or
+// reference where the kernel takes a shared one. The runtime maps each argument by the kernel's
+// parameter, so the same bytes go to the device. A shared pointer or reference where the kernel
+// takes a mutable one is accepted with a warning (the kernel's writes come back into memory the
+// launch gave as read-only); another pointee, or a pointer where the kernel takes a value, stays
+// an error.
+
+//@ needs-offload
+//@ edition: 2024
+//@ compile-flags: -Zunstable-options
+//@ compile-flags: -Zoffload=HostMetadata={{build-base}}/offload-manifest/launch-pointer-args.json
+
+#![feature(rustc_attrs, core_intrinsics)]
+#![allow(internal_features)]
+#![crate_type = "lib"]
+
+use core::intrinsics::offload;
+
+#[rustc_offload_kernel]
+pub fn reads(x: &[f64; 16], y: *const [f64; 16], out: *mut f64) {
+    unsafe { *out = x[0] + (*y)[0] };
+}
+
+#[rustc_offload_kernel]
+pub fn writes(x: &mut [f64; 16], y: *mut [f64; 16]) {
+    x[0] = 1.0;
+    unsafe { (*y)[0] = 2.0 };
+}
+
+pub fn accepted(a: &mut [f64; 16], b: &mut [f64; 16], out: &mut f64) {
+    let out = out as *mut f64;
+    // `*const` for `&`, `&` for `*const`.
+    offload::<_, _, ()>(reads, [1, 1, 1], [1, 1, 1], (&raw const *a, &*b, out));
+    // `*mut` for `&`, `&mut` for `*const`.
+    offload::<_, _, ()>(reads, [1, 1, 1], [1, 1, 1], (&raw mut *a, &mut *b, out));
+    // `&mut` for `*const`, `*mut` for `*const`, `&mut` for `*mut`.
+    offload::<_, _, ()>(reads, [1, 1, 1], [1, 1, 1], (&mut *a, &raw mut *b, unsafe { &mut *out }));
+    // `*mut` for `&mut`, `&mut` for `*mut`.
+    offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&raw mut *a, &mut *b));
+    // The kernel's own types.
+    offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&mut *a, &raw mut *b));
+}
+
+pub fn warned(a: &mut [f64; 16], b: &mut [f64; 16]) {
+    offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&raw const *a, &raw mut *b));
+    //~^ WARN `offload` passes `*const [f64; 16]` to the kernel `writes`, whose parameter is `&mut [f64; 16]`
+    offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&mut *a, &*b));
+    //~^ WARN `offload` passes `&[f64; 16]` to the kernel `writes`, whose parameter is `*mut [f64; 16]`
+}
+
+pub fn refused(a: &mut [f64; 16], b: &mut [f64; 16], out: &mut f64) {
+    let out = out as *mut f64;
+    let short = a as *mut [f64; 16] as *mut [f64; 8];
+    offload::<_, _, ()>(reads, [1, 1, 1], [1, 1, 1], (short, &*b, out));
+    //~^ ERROR `offload` passes `(*mut [f64; 8], &[f64; 16], *mut f64)` to the kernel `reads`
+    offload::<_, _, ()>(reads, [1, 1, 1], [1, 1, 1], (&*a, &*b, out as *mut f32));
+    //~^ ERROR `offload` passes `(&[f64; 16], &[f64; 16], *mut f32)` to the kernel `reads`
+    offload::<_, _, ()>(reads, [1, 1, 1], [1, 1, 1], (*a, &*b, out));
+    //~^ ERROR `offload` passes `([f64; 16], &[f64; 16], *mut f64)` to the kernel `reads`
+}
