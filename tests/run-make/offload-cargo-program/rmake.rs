@@ -9,6 +9,11 @@
 //! - its offload entries (one per kernel, `llvm_offload_entries`) name those kernels;
 //! - on this machine, which has no GPU, the program stops at its first launch with one line
 //!   that names the kernel and the reason, and exit status 1;
+//! - the device passes take the toolchain's `core` (the device sysroot) and build none, and
+//!   their kernels are as good as with `core` built from source for the project
+//!   (`--build-std`, `-Zbuild-std=core`): each kernel's `sm_90` PTX and `gfx90a` ISA is the
+//!   same, or, where the two `core`s' optimized MIR leads LLVM to other choices, no longer and
+//!   (`ptxas -v`) using no more registers;
 //! - bad usage gets one clear error: an unknown arch, and a kernel whose crate is not a
 //!   library of the workspace.
 
@@ -20,11 +25,11 @@ mod cargo;
 #[path = "../offload-manifest/helpers.rs"]
 mod helpers;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use cargo::{cargo_offload, cargo_offload_fails, copy_dir};
-use helpers::{llvm_tool, manifest_symbols};
+use cargo::{cargo_offload, cargo_offload_fails, compare_kernels, copy_dir, kernel_instructions};
+use helpers::{cuda_tool, llvm_tool, manifest_symbols};
 use run_make_support::{cmd, cwd, rfs, serde_json, source_root};
 
 /// `(arch, triple)` of each image `llvm-objdump --offloading` lists in `exe`.
@@ -40,12 +45,104 @@ fn embedded_images(exe: &Path) -> Vec<(String, String)> {
     dump.split("OFFLOADING IMAGE").skip(1).map(|b| (field(b, "arch"), field(b, "triple"))).collect()
 }
 
+/// Each kernel's PTX lines (its `.entry` to its closing brace) in `ptx`, by name, every Rust
+/// symbol in them written `_R`: the two builds' crate graphs give internal `core` functions
+/// other v0 crate disambiguators.
+fn ptx_kernels(ptx: &str) -> BTreeMap<String, Vec<String>> {
+    let mut kernels: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in ptx.lines() {
+        if let Some(rest) = line.strip_prefix(".visible .entry ") {
+            current = rest.split('(').next().map(str::to_string);
+            continue;
+        }
+        let Some(kernel) = &current else { continue };
+        if line == "}" {
+            current = None;
+            continue;
+        }
+        let line = line.split("//").next().unwrap().trim();
+        let normalized: Vec<String> = line
+            .split_inclusive(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map(|token| if token.starts_with("_R") { "_R".to_string() } else { token.into() })
+            .collect();
+        if !line.is_empty() {
+            kernels.entry(kernel.clone()).or_default().push(normalized.concat());
+        }
+    }
+    kernels
+}
+
+/// The registers `ptxas -v` gives each kernel of `ptx` (a file), by name.
+fn ptx_registers(ptx: &Path) -> BTreeMap<String, u32> {
+    let out = cmd(cuda_tool("ptxas"))
+        .args(["-arch=sm_90", "-v", "-c", "-o"])
+        .arg(ptx.with_extension("check.o"))
+        .arg(ptx)
+        .run();
+    let log = out.stderr_utf8() + &out.stdout_utf8();
+    let mut registers = BTreeMap::new();
+    let mut current = None;
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            current = rest.split('\'').next().map(str::to_string);
+        } else if let (Some(kernel), Some(used)) = (&current, line.split("Used ").nth(1)) {
+            let count = used.split_whitespace().next().unwrap().parse().unwrap();
+            registers.insert(kernel.clone(), count);
+        }
+    }
+    registers
+}
+
+/// The device passes of `ws` (built for `gfx90a,sm_90`, whose cargo offload printed `stderr`)
+/// took the toolchain's `core` and built none; a copy built with `--build-std` gives the same
+/// kernels, each with the same instructions or, where the two `core`s' optimized MIR leads LLVM
+/// to other choices, no more instructions and (nvptx) no more registers.
+fn toolchain_core_matches_build_std(ws: &Path, stderr: &str) {
+    for (arch, target) in [("gfx90a", "amdgcn-amd-amdhsa"), ("sm_90", "nvptx64-nvidia-cuda")] {
+        let line = format!("device pass {arch} ({target}, the toolchain's core)");
+        assert!(stderr.contains(&line), "no `{line}` in:\n{stderr}");
+        let deps = ws.join(format!("target/offload/device-{arch}/{target}/release/deps"));
+        let built_core: Vec<String> = rfs::read_dir(&deps)
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("libcore-") || name.starts_with("libcompiler_builtins"))
+            .collect();
+        assert!(built_core.is_empty(), "{arch}: the device pass built {built_core:?}");
+    }
+    let from_source = cwd().join("ws-build-std");
+    copy_dir(&source_root().join("tests/run-make/offload-cpu-device/ws"), &from_source);
+    let std_build = cargo_offload(
+        &from_source,
+        &["build", "--release", "--build-std", "--offload-arch=gfx90a,sm_90"],
+    );
+    let line = "device pass sm_90 (nvptx64-nvidia-cuda, core built from source)";
+    assert!(std_build.stderr_utf8().contains(line), "{}", std_build.stderr_utf8());
+    let images = |dir: &Path| dir.join("target/offload/images");
+    let objdump = llvm_tool("llvm-objdump");
+    let amd = |dir: &Path| kernel_instructions(&objdump, &images(dir).join("gfx90a.so"));
+    compare_kernels("gfx90a", &amd(ws), &amd(&from_source));
+    let ptx = |dir: &Path| ptx_kernels(&rfs::read_to_string(images(dir).join("sm_90.ptx")));
+    let differing = compare_kernels("sm_90", &ptx(ws), &ptx(&from_source));
+    let registers = ptx_registers(&images(ws).join("sm_90.ptx"));
+    let source_registers = ptx_registers(&images(&from_source).join("sm_90.ptx"));
+    assert_eq!(registers.len(), 20, "{registers:?}");
+    for kernel in differing {
+        assert!(
+            registers[&kernel] <= source_registers[&kernel],
+            "sm_90: `{kernel}` uses {} registers with the toolchain's core, {} with --build-std",
+            registers[&kernel],
+            source_registers[&kernel]
+        );
+    }
+}
+
 fn main() {
     let ws = cwd().join("ws");
     copy_dir(&source_root().join("tests/run-make/offload-cpu-device/ws"), &ws);
-    cargo_offload(&ws, &["build", "--release", "--offload-arch=gfx90a,sm_90"]);
+    let built = cargo_offload(&ws, &["build", "--release", "--offload-arch=gfx90a,sm_90"]);
     let exe = ws.join("target/offload/host/x86_64-unknown-linux-gnu/release/app");
     assert!(exe.is_file(), "no executable at {}", exe.display());
+    toolchain_core_matches_build_std(&ws, &built.stderr_utf8());
 
     let manifest: serde_json::Value =
         serde_json::from_str(&rfs::read_to_string(ws.join("target/offload/image/manifest.json")))

@@ -13,6 +13,10 @@
 //! among several programs, `cargo offload test` runs a test that launches a kernel, a C
 //! program calls a `cdylib` that launches one, and the bundled example (`src/offload-example`)
 //! runs and checks itself against the host.
+//!
+//! The device pass takes the CPU device's `core` from the toolchain (the device sysroot) and
+//! builds none; a copy of the workspace built with `--build-std` (`core` from source) gives the
+//! same kernels, each with the same instructions or no more.
 
 //@ only-x86_64
 //@ needs-offload
@@ -21,8 +25,12 @@
 mod cargo;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
-use cargo::{cargo_offload, cargo_offload_fails, copy_dir, project_example};
+use cargo::{
+    cargo_offload, cargo_offload_fails, compare_kernels, copy_dir, kernel_instructions,
+    project_example,
+};
 use run_make_support::{cmd, cwd, source_root};
 
 /// `name: v0 v1 ...` lines of the program's output.
@@ -132,6 +140,8 @@ fn main() {
     {
         assert!(stderr.contains(&format!("[cargo offload] {pass}")), "no `{pass}` line:\n{stderr}");
     }
+    let toolchain_core = "device pass host (x86_64-unknown-linux-gnu, the toolchain's core)";
+    assert!(stderr.contains(toolchain_core), "no `{toolchain_core}` line:\n{stderr}");
     let got = results(&run.stdout_utf8());
 
     let x: Vec<f64> = (0..256).map(|i| i as f64 * 0.5).collect();
@@ -148,6 +158,18 @@ fn main() {
     expect(&got, "mixed", &[(3 * 100 - 7 + 200) as f64, 4.5]);
     expect(&got, "add_index", &(0..32).map(|i| 100.0 + i as f64).collect::<Vec<_>>());
     corpus(&got, &run.stdout_utf8());
+
+    // `core` from source gives the same image.
+    let from_source = cwd().join("ws-build-std");
+    copy_dir(&source_root().join("tests/run-make/offload-cpu-device/ws"), &from_source);
+    cargo_offload(
+        &from_source,
+        &["build", "--release", "--build-std", "--offload-arch=host", "-p", "app"],
+    );
+    let objdump = Path::new("/usr/lib/llvm-22/bin/llvm-objdump");
+    let kernels =
+        |dir: &Path| kernel_instructions(objdump, &dir.join("target/offload/images/host.so"));
+    compare_kernels("the CPU device", &kernels(&ws), &kernels(&from_source));
 
     // A second program of the workspace, picked by name; without a name, `run` refuses to
     // guess.

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)] // not every test uses every helper
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use run_make_support::{CompletedProcess, cmd, env_var, rfs, source_root};
@@ -29,6 +30,79 @@ pub fn offload_tools_bin() -> PathBuf {
     bin
 }
 
+/// The device sysroot that `./x.py build` writes (`core` with the MIR of every function for
+/// each device target, the CPU device's included), as `./x.py cargo` gives it to `cargo offload`.
+pub fn device_sysroot() -> PathBuf {
+    let sysroot = PathBuf::from(env_var("BUILD_ROOT")).join("offload-device-sysroot");
+    assert!(sysroot.is_dir(), "{} is missing: run `./x.py build`", sysroot.display());
+    sysroot
+}
+
+/// The instructions of each kernel (`_offload_kernel_*`) in the device image `image` (a code
+/// object or shared object), disassembled by `objdump` (an `llvm-objdump`), without addresses
+/// and comments, by symbol.
+pub fn kernel_instructions(objdump: &Path, image: &Path) -> BTreeMap<String, Vec<String>> {
+    let text = cmd(objdump).args(["-d", "--no-show-raw-insn"]).arg(image).run().stdout_utf8();
+    let mut kernels: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        if let Some(name) = line.split_once(" <").and_then(|(_, rest)| rest.strip_suffix(">:")) {
+            current = name.starts_with("_offload_kernel_").then(|| name.to_string());
+            continue;
+        }
+        let Some(kernel) = &current else { continue };
+        // `    1a2b:      \tinsn ...` (x86-64) or `\tinsn ... // 0000D510: ...` (amdgcn).
+        let insn = match line.trim_start().split_once(':') {
+            Some((address, insn)) if address.chars().all(|c| c.is_ascii_hexdigit()) => insn,
+            _ => line,
+        };
+        let insn = insn.split("//").next().unwrap().trim();
+        if !insn.is_empty() {
+            kernels.entry(kernel.clone()).or_default().push(insn.to_string());
+        }
+    }
+    kernels
+}
+
+/// Compares the kernels of an image built with the toolchain's `core` with those of the same
+/// image built with `core` from source (`--build-std`), for `what`: the same kernels, each
+/// with the same instructions or, where the two `core`s' optimized MIR leads LLVM to other
+/// choices, no more instructions with the toolchain's `core`. Returns the kernels whose
+/// instructions differ.
+pub fn compare_kernels(
+    what: &str,
+    toolchain: &BTreeMap<String, Vec<String>>,
+    from_source: &BTreeMap<String, Vec<String>>,
+) -> Vec<String> {
+    assert_eq!(
+        toolchain.keys().collect::<Vec<_>>(),
+        from_source.keys().collect::<Vec<_>>(),
+        "{what}: the kernels of the two images"
+    );
+    assert!(!toolchain.is_empty(), "{what}: no kernels in the image");
+    let mut differing = Vec::new();
+    for (kernel, insns) in toolchain {
+        let other = &from_source[kernel];
+        if insns != other {
+            assert!(
+                insns.len() <= other.len(),
+                "{what}: `{kernel}` has {} instructions with the toolchain's core, {} with \
+                 --build-std",
+                insns.len(),
+                other.len()
+            );
+            differing.push(kernel.clone());
+        }
+    }
+    println!(
+        "{what}: {} kernels, {} with other instructions than --build-std's (none longer): \
+         {differing:?}",
+        toolchain.len(),
+        differing.len()
+    );
+    differing
+}
+
 /// The project's bundled example (`src/offload-example`, a Cargo package), which the harness
 /// makes visible to the tests.
 pub fn project_example() -> PathBuf {
@@ -51,6 +125,7 @@ fn run(dir: &Path, args: &[&str], succeed: bool) -> CompletedProcess {
             "CARGO_OFFLOAD_CUDA_BIN",
             PathBuf::from(env_var("BUILD_ROOT")).join("offload-cuda/bin"),
         )
+        .env("CARGO_OFFLOAD_DEVICE_SYSROOT", device_sysroot())
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_MAKEFLAGS")

@@ -1,9 +1,9 @@
 // The crate whose manifest `offload-manifest fuzz` mutates: kernels whose manifest entries use
 // every kind of type tree (numbers, references, raw pointers, arrays, slices behind pointers,
-// tuples, ADTs with type and lifetime arguments, nested ADTs, an ADT of `core`), a non-generic kernel, a kernel in
-// an anonymous `const` block (a disambiguated path) and a 1.95-style declared kernel. Compiled
-// for the host with `-Zoffload=HostMetadata` (the seed manifest), then for `amdgcn-amd-amdhsa`
-// with `-Zoffload=Device=<mutant>` once per mutant.
+// tuples, ADTs with type and lifetime arguments, nested ADTs, an ADT of `core`), a non-generic
+// kernel, a kernel in an anonymous `const` block (a disambiguated path) and a 1.95-style
+// declared kernel. Compiled for the host with `-Zoffload=HostMetadata` (the seed manifest), then
+// for `amdgcn-amd-amdhsa` with `-Zoffload=Device=<mutant>` once per mutant.
 
 #![feature(rustc_attrs, core_intrinsics, abi_gpu_kernel)]
 #![no_std]
@@ -90,7 +90,12 @@ unsafe extern "C" {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub fn launch(x: &mut [f32; 8], u: &mut [u32; 4], t: &mut [(u8, i64); 4], s: &mut [&'static [u16]; 4]) {
+pub fn launch(
+    x: &mut [f32; 8],
+    u: &mut [u32; 4],
+    t: &mut [(u8, i64); 4],
+    s: &mut [&'static [u16]; 4],
+) {
     use core::intrinsics::offload;
     let p = Params { scale: 2.0, offset: 1 };
     offload::<_, _, ()>(plain, [1, 1, 1], [1, 1, 1], (x as *mut _, p));
@@ -102,9 +107,19 @@ pub fn launch(x: &mut [f32; 8], u: &mut [u32; 4], t: &mut [(u8, i64); 4], s: &mu
     // must have the same source fingerprint, or the seed manifest itself would be refused.
     let wv = core::num::Wrapping(7u32);
     let mut w = [core::num::Wrapping(0u32); 4];
-    offload::<_, _, ()>(generic::<core::num::Wrapping<u32>>, [1, 1, 1], [1, 1, 1], (&mut w as *mut _, &wv as *const _));
+    offload::<_, _, ()>(
+        generic::<core::num::Wrapping<u32>>,
+        [1, 1, 1],
+        [1, 1, 1],
+        (&mut w as *mut _, &wv as *const _),
+    );
     let sv: &'static [u16] = &[1, 2];
-    offload::<_, _, ()>(generic::<&'static [u16]>, [1, 1, 1], [1, 1, 1], (s as *mut _, &sv as *const _));
+    offload::<_, _, ()>(
+        generic::<&'static [u16]>,
+        [1, 1, 1],
+        [1, 1, 1],
+        (s as *mut _, &sv as *const _),
+    );
     let mut pair = Pair(1u16, Pair(2.0f64, [3u8; 3]));
     let view = View(&v);
     offload::<_, _, ()>(
@@ -114,7 +129,12 @@ pub fn launch(x: &mut [f32; 8], u: &mut [u32; 4], t: &mut [(u8, i64); 4], s: &mu
         (&mut pair as *mut _, &view as *const _),
     );
     let mut flag = 0u32;
-    offload::<_, _, ()>(kernels::mode, [1, 1, 1], [1, 1, 1], (&mut flag as *mut u32, inner::Mode::Mul));
+    offload::<_, _, ()>(
+        kernels::mode,
+        [1, 1, 1],
+        [1, 1, 1],
+        (&mut flag as *mut u32, inner::Mode::Mul),
+    );
     let mut wide = 0u64;
     offload::<_, _, ()>(declared, [1, 1, 1], [1, 1, 1], (&mut wide as *mut u64,));
 }

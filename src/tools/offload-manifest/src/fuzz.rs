@@ -72,12 +72,36 @@ const MUTATIONS: [Mutation; 10] = [
     Mutation::Truncate,
 ];
 
-const TYPE_KINDS: [&str; 12] =
-    ["bool", "char", "str", "never", "num", "adt", "ref", "ptr", "array", "slice", "tuple", "lifetime"];
-const PATH_KINDS: [&str; 10] =
-    ["TypeNs", "ValueNs", "Impl", "Closure", "Ctor", "AnonConst", "OpaqueTy", "MacroNs", "Use", "Bogus"];
-const STRINGS: [&str; 12] =
-    ["", "seed", "core", "u33", "f32", "Pair", "generic", "_", "Params", "inner", "\u{1F980}", "a::b"];
+const TYPE_KINDS: [&str; 12] = [
+    "bool", "char", "str", "never", "num", "adt", "ref", "ptr", "array", "slice", "tuple",
+    "lifetime",
+];
+const PATH_KINDS: [&str; 10] = [
+    "TypeNs",
+    "ValueNs",
+    "Impl",
+    "Closure",
+    "Ctor",
+    "AnonConst",
+    "OpaqueTy",
+    "MacroNs",
+    "Use",
+    "Bogus",
+];
+const STRINGS: [&str; 12] = [
+    "",
+    "seed",
+    "core",
+    "u33",
+    "f32",
+    "Pair",
+    "generic",
+    "_",
+    "Params",
+    "inner",
+    "\u{1F980}",
+    "a::b",
+];
 
 /// The generator of mutant `index` of the run seeded with `seed`.
 fn rng_for(seed: u64, index: u64) -> Xoshiro256PlusPlus {
@@ -387,7 +411,8 @@ impl DevicePass {
             .stderr(Stdio::piped())
             .spawn()?;
         let stderr = child.stderr.take().unwrap();
-        let reader = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+        let reader =
+            std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
         let start = Instant::now();
         let status = loop {
             if let Some(status) = child.try_wait()? {
@@ -403,14 +428,17 @@ impl DevicePass {
         let stderr = reader.join().unwrap_or_default();
         let outcome = match status {
             None => Outcome::Hung,
-            Some(_) if stderr.contains("internal compiler error") || stderr.contains("panicked") => {
+            Some(_)
+                if stderr.contains("internal compiler error") || stderr.contains("panicked") =>
+            {
                 Outcome::Ice
             }
             Some(status) => match status.code() {
                 None => Outcome::Crashed,
                 Some(101) => Outcome::Ice,
                 Some(0) => {
-                    let image = std::fs::metadata(dir.join("host.out")).map(|m| m.len()).unwrap_or(0);
+                    let image =
+                        std::fs::metadata(dir.join("host.out")).map(|m| m.len()).unwrap_or(0);
                     if image > 0 {
                         Outcome::Accepted
                     } else if names_krate_a_dependency(text, &self.krate) {
@@ -487,7 +515,10 @@ pub fn run(
                     }
                     let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                     if finished % 500 == 0 {
-                        eprintln!("fuzz: {finished}/{count} mutants, {} defects", report.defects.len());
+                        eprintln!(
+                            "fuzz: {finished}/{count} mutants, {} defects",
+                            report.defects.len()
+                        );
                     }
                 }
             }));
@@ -518,7 +549,11 @@ pub fn render(report: &Report, seed: u64, first: u64, count: u64) -> String {
     if report.defects.is_empty() {
         out.push_str("fuzz: no defects\n");
     } else {
-        out.push_str(&format!("fuzz: {} defects, mutants {:?}\n", report.defects.len(), report.defects));
+        out.push_str(&format!(
+            "fuzz: {} defects, mutants {:?}\n",
+            report.defects.len(),
+            report.defects
+        ));
     }
     out
 }
@@ -561,7 +596,8 @@ pub fn main(args: &[String]) -> Result<bool, String> {
     if outcome != Outcome::Accepted {
         return Err(format!("the seed manifest itself gives {outcome:?}:\n{stderr}"));
     }
-    let report = run(&pass, &seed_manifest, seed, first, count, jobs, &work).map_err(|e| e.to_string())?;
+    let report =
+        run(&pass, &seed_manifest, seed, first, count, jobs, &work).map_err(|e| e.to_string())?;
     print!("{}", render(&report, seed, first, count));
     Ok(report.defects.is_empty())
 }
@@ -642,7 +678,8 @@ mod tests {
 
     #[test]
     fn a_manifest_of_another_root_makes_the_crate_a_dependency() {
-        let root = |krate: &str, graph: &[&str]| json!({"crate": krate, "crate_graph": graph}).to_string();
+        let root =
+            |krate: &str, graph: &[&str]| json!({"crate": krate, "crate_graph": graph}).to_string();
         assert!(names_krate_a_dependency(&root("app", &["app", "seed"]), "seed"));
         assert!(!names_krate_a_dependency(&root("seed", &["seed"]), "seed"));
         assert!(!names_krate_a_dependency(&root("app", &["app", "core"]), "seed"));

@@ -24,8 +24,13 @@ fn dump(text: &str) -> Result<String, String> {
     if manifest.get("magic").and_then(Value::as_str) != Some("rustc-offload-manifest") {
         return Err("not a manifest: the magic field is missing".into());
     }
-    let field = |key: &str| manifest.get(key).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()));
-    let kernels = manifest.get("kernels").and_then(Value::as_array).ok_or("not a manifest: no kernel list")?;
+    let field = |key: &str| {
+        manifest.get(key).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+    };
+    let kernels = manifest
+        .get("kernels")
+        .and_then(Value::as_array)
+        .ok_or("not a manifest: no kernel list")?;
     let mut out = format!(
         "manifest of crate `{}` (format {}, rustc {}), {} kernel{}\n",
         field("crate").unwrap_or_default(),
@@ -87,8 +92,10 @@ mod tests {
     #[test]
     fn prints_one_line_per_kernel() {
         let text = r#"{"crate":"demo","crate_graph":["core","demo"],"format_version":1,
-            "kernels":[{"args":[["num","f32"]],"item":{"crate":"demo","path":[["ValueNs","scale",0]]},
-            "kernel":"demo::scale::<f32>","launched_by":["demo"],"symbol":"_offload_kernel_scale_00"}],
+            "kernels":[{"args":[["num","f32"]],
+            "item":{"crate":"demo","path":[["ValueNs","scale",0]]},
+            "kernel":"demo::scale::<f32>","launched_by":["demo"],
+            "symbol":"_offload_kernel_scale_00"}],
             "magic":"rustc-offload-manifest","rustc_commit":"abc"}"#;
         assert_eq!(
             dump(text).unwrap(),

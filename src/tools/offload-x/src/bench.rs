@@ -23,9 +23,11 @@ fn ensure_matplotlib(project: &Path, cache: &Cache) -> Result<()> {
     if cache.sysroot().join("usr/lib/python3/dist-packages/matplotlib").exists() {
         return Ok(());
     }
-    let timer = Timer::start(STEP, "installing python3-matplotlib into the sysroot (once, for the plot)");
+    let timer =
+        Timer::start(STEP, "installing python3-matplotlib into the sysroot (once, for the plot)");
     let script = "apt-get update -q >/dev/null && \
-                  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-matplotlib >/dev/null";
+                  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+                  python3-matplotlib >/dev/null";
     let status = Enter::new(cache, project, "/bin/sh")
         .args(["-c", script])
         .command(cache)?
@@ -34,7 +36,10 @@ fn ensure_matplotlib(project: &Path, cache: &Cache) -> Result<()> {
     if status.success() {
         timer.done();
     } else {
-        say(STEP, "could not install python3-matplotlib (is the package registry reachable?): no plot");
+        say(
+            STEP,
+            "could not install python3-matplotlib (is the package registry reachable?): no plot",
+        );
     }
     Ok(())
 }

@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! downloads/         the pinned source tarballs (checked by sha256)
-//! sysroot/           Debian trixie with LLVM 22 (complete when sysroot/.offload-fork-complete exists)
+//! sysroot/           Debian trixie with LLVM 22 (complete when
+//!                    sysroot/.offload-fork-complete exists)
 //! tree/              the materialized upstream tree: upstream + our patches + our new files
 //! tree.git/          its git directory (kept outside the tree, so bootstrap sees a tarball
 //!                    source and takes the commit from `git-commit-info`); branch `upstream`

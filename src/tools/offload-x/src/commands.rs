@@ -32,7 +32,10 @@ pub fn check_machine(cache: &Cache) -> Result<()> {
     }
     fs::create_dir_all(&cache.root).map_err(|e| Failure {
         step: "CHECK",
-        message: format!("cannot create the cache {}: {e}; set OFFLOAD_FORK_CACHE to a writable folder", cache.root.display()),
+        message: format!(
+            "cannot create the cache {}: {e}; set OFFLOAD_FORK_CACHE to a writable folder",
+            cache.root.display()
+        ),
     })?;
     let need = if cache.build().join(HOST).join("stage1/bin/rustc").exists() {
         WARM_DISK_KIB
@@ -42,7 +45,12 @@ pub fn check_machine(cache: &Cache) -> Result<()> {
     let out = Command::new("df").arg("-Pk").arg(&cache.root).output();
     if let Ok(out) = out {
         let text = String::from_utf8_lossy(&out.stdout);
-        if let Some(avail) = text.lines().nth(1).and_then(|l| l.split_whitespace().nth(3)).and_then(|v| v.parse::<u64>().ok()) {
+        if let Some(avail) = text
+            .lines()
+            .nth(1)
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|v| v.parse::<u64>().ok())
+        {
             if avail < need {
                 return fail(
                     "CHECK",
@@ -62,10 +70,11 @@ pub fn check_machine(cache: &Cache) -> Result<()> {
 
 /// The bootstrap configuration: `config.example.toml` with its placeholders filled in.
 pub fn bootstrap_toml(project: &Path, cache: &Cache) -> Result<Vec<u8>> {
-    let template = fs::read_to_string(project.join("config.example.toml")).map_err(|e| Failure {
-        step: "PATCH",
-        message: format!("cannot read {}: {e}", project.join("config.example.toml").display()),
-    })?;
+    let template =
+        fs::read_to_string(project.join("config.example.toml")).map_err(|e| Failure {
+            step: "PATCH",
+            message: format!("cannot read {}: {e}", project.join("config.example.toml").display()),
+        })?;
     Ok(template
         .replace("@CACHE@", &cache.root.to_string_lossy())
         .replace("@STAGE0@", &stage0_toolchain().to_string_lossy())
@@ -111,7 +120,10 @@ pub fn bootstrap(cache: &Cache, step: &'static str, args: &[&str]) -> Result<()>
         .status()
         .map_err(|e| Failure { step, message: format!("cannot start unshare: {e}") })?;
     if !status.success() {
-        return fail(step, format!("`x.py {}` failed ({status}); its output is above", args.join(" ")));
+        return fail(
+            step,
+            format!("`x.py {}` failed ({status}); its output is above", args.join(" ")),
+        );
     }
     Ok(())
 }
@@ -127,11 +139,14 @@ pub fn build(project: &Path, cache: &Cache) -> Result<()> {
     let targets = targets.join(",");
     let timer = Timer::start(
         "BUILD",
-        format!("stage-1 compiler, library for {targets} (cold: about 27 minutes; up to date: seconds)"),
+        format!(
+            "stage-1 compiler, library for {targets} (cold: about 27 minutes; up to date: seconds)"
+        ),
     );
     bootstrap(cache, "BUILD", &["build", "--stage", "1", "library", "--target", &targets])?;
     timer.done();
     save_gpu_sysroot(cache)?;
+    crate::device_sysroot::ensure(cache)?;
     crate::cuda::ensure_cuda_tools(cache)?;
     install_cargo_offload(project, cache)?;
     Ok(())
@@ -162,9 +177,11 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 fn save_gpu_sysroot(cache: &Cache) -> Result<()> {
     for (target, _) in GPU_TARGETS {
         let rel = format!("lib/rustlib/{target}/lib");
-        copy_dir(&cache.stage1().join(&rel), &gpu_sysroot(cache).join(&rel)).map_err(|e| Failure {
-            step: "BUILD",
-            message: format!("cannot save the {target} libraries of the stage-1 sysroot: {e}"),
+        copy_dir(&cache.stage1().join(&rel), &gpu_sysroot(cache).join(&rel)).map_err(|e| {
+            Failure {
+                step: "BUILD",
+                message: format!("cannot save the {target} libraries of the stage-1 sysroot: {e}"),
+            }
         })?;
     }
     Ok(())
@@ -176,9 +193,13 @@ fn restore_gpu_sysroot(cache: &Cache) -> Result<()> {
     for (target, _) in GPU_TARGETS {
         let rel = format!("lib/rustlib/{target}/lib");
         if !cache.stage1().join(&rel).exists() {
-            copy_dir(&gpu_sysroot(cache).join(&rel), &cache.stage1().join(&rel)).map_err(|e| Failure {
-                step: "TEST",
-                message: format!("cannot restore the {target} libraries of the stage-1 sysroot: {e}"),
+            copy_dir(&gpu_sysroot(cache).join(&rel), &cache.stage1().join(&rel)).map_err(|e| {
+                Failure {
+                    step: "TEST",
+                    message: format!(
+                        "cannot restore the {target} libraries of the stage-1 sysroot: {e}"
+                    ),
+                }
             })?;
         }
     }
@@ -202,7 +223,10 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
             .env_remove("RUSTFLAGS")
             .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .status()
-            .map_err(|e| Failure { step: "TEST", message: format!("cannot run {}: {e}", cargo.display()) })?;
+            .map_err(|e| Failure {
+                step: "TEST",
+                message: format!("cannot run {}: {e}", cargo.display()),
+            })?;
         if !status.success() {
             return fail("TEST", "harness tests failed; their output is above");
         }
@@ -213,7 +237,8 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
         crate::style::rustfmt(cache)?;
         crate::style::tidy(project, cache)?;
         series_apply(project, cache)?;
-        let timer = Timer::start("TEST", "manifest printer and cargo-offload tests (cargo test, offline)");
+        let timer =
+            Timer::start("TEST", "manifest printer and cargo-offload tests (cargo test, offline)");
         test_manifest_tool(project, cache)?;
         test_cargo_offload(project, cache)?;
         timer.done();
@@ -277,7 +302,13 @@ pub fn fuzz(project: &Path, cache: &Cache, args: &[String]) -> Result<()> {
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
         let Some(slot) = numbers.iter_mut().find(|(name, _)| name == flag) else {
-            return fail("FUZZ", format!("unknown argument `{flag}`; usage: ./x.py fuzz [--seed S] [--first N] [--count N]"));
+            return fail(
+                "FUZZ",
+                format!(
+                    "unknown argument `{flag}`; usage: ./x.py fuzz [--seed S] [--first N] \
+                     [--count N]"
+                ),
+            );
         };
         slot.1 = match rest.next().map(|v| v.parse::<u64>()) {
             Some(Ok(n)) => n,
@@ -288,15 +319,21 @@ pub fn fuzz(project: &Path, cache: &Cache, args: &[String]) -> Result<()> {
     fuzz_run(project, cache, numbers[0].1, numbers[1].1, numbers[2].1)
 }
 
-/// Writes the seed manifest with the host metadata pass of `src/tools/offload-manifest/fuzz/seed.rs`
-/// and runs mutants `first..first + count` of it through its `amdgcn-amd-amdhsa` device pass,
-/// inside the sysroot, one job per core.
+/// Writes the seed manifest with the host metadata pass of
+/// `src/tools/offload-manifest/fuzz/seed.rs` and runs mutants `first..first + count` of it
+/// through its `amdgcn-amd-amdhsa` device pass, inside the sysroot, one job per core.
 pub fn fuzz_run(project: &Path, cache: &Cache, seed: u64, first: u64, count: u64) -> Result<()> {
-    let timer = Timer::start("FUZZ", format!("{count} mutated manifests through the device pass (seed {seed})"));
+    let timer = Timer::start(
+        "FUZZ",
+        format!("{count} mutated manifests through the device pass (seed {seed})"),
+    );
     let tool = manifest_tool(project, cache)?;
     let work = cache.root.join("fuzz");
     let _ = fs::remove_dir_all(&work);
-    fs::create_dir_all(&work).map_err(|e| Failure { step: "FUZZ", message: format!("cannot create {}: {e}", work.display()) })?;
+    fs::create_dir_all(&work).map_err(|e| Failure {
+        step: "FUZZ",
+        message: format!("cannot create {}: {e}", work.display()),
+    })?;
     let seed_crate = project.join("src/tools/offload-manifest/fuzz/seed.rs");
     let host = toolchain(cache, &work, "rustc")
         .arg("-Zunstable-options")
@@ -306,7 +343,10 @@ pub fn fuzz_run(project: &Path, cache: &Cache, seed: u64, first: u64, count: u64
         .status()
         .map_err(|e| Failure { step: "FUZZ", message: format!("cannot start unshare: {e}") })?;
     if !host.success() {
-        return fail("FUZZ", "the host metadata pass of the seed crate failed; its output is above");
+        return fail(
+            "FUZZ",
+            "the host metadata pass of the seed crate failed; its output is above",
+        );
     }
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let status = toolchain(cache, &work, &tool.to_string_lossy())
@@ -315,17 +355,38 @@ pub fn fuzz_run(project: &Path, cache: &Cache, seed: u64, first: u64, count: u64
         .arg(cache.stage1_rustc())
         .arg("--work")
         .arg(&work)
-        .args(["--seed", &seed.to_string(), "--first", &first.to_string(), "--count", &count.to_string()])
+        .args([
+            "--seed",
+            &seed.to_string(),
+            "--first",
+            &first.to_string(),
+            "--count",
+            &count.to_string(),
+        ])
         .args(["--jobs", &jobs.to_string(), "--", "-Zunstable-options"])
         .arg(&seed_crate)
-        .args(["--crate-type", "lib", "--edition", "2024", "--target", "amdgcn-amd-amdhsa", "-Ctarget-cpu=gfx90a"])
+        .args([
+            "--crate-type",
+            "lib",
+            "--edition",
+            "2024",
+            "--target",
+            "amdgcn-amd-amdhsa",
+            "-Ctarget-cpu=gfx90a",
+        ])
         .arg("--sysroot")
         .arg(gpu_sysroot(cache))
         .command(cache)?
         .status()
         .map_err(|e| Failure { step: "FUZZ", message: format!("cannot start unshare: {e}") })?;
     if !status.success() {
-        return fail("FUZZ", format!("the device pass mishandled mutated manifests (see above); they are in {}", work.join("defects").display()));
+        return fail(
+            "FUZZ",
+            format!(
+                "the device pass mishandled mutated manifests (see above); they are in {}",
+                work.join("defects").display()
+            ),
+        );
     }
     timer.done();
     Ok(())
@@ -357,9 +418,13 @@ pub fn our_suites(project: &Path) -> Vec<String> {
 pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<ExitStatus> {
     let rustc = cache.stage1_rustc();
     if !rustc.exists() {
-        return fail("RUN", format!("{} does not exist: run `./x.py build` first", rustc.display()));
+        return fail(
+            "RUN",
+            format!("{} does not exist: run `./x.py build` first", rustc.display()),
+        );
     }
-    let cwd = std::env::current_dir().map_err(|e| Failure { step: "RUN", message: format!("no current directory: {e}") })?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure { step: "RUN", message: format!("no current directory: {e}") })?;
     let mut enter = toolchain(cache, &cwd, program).args(args);
     if program == "cargo" {
         install_cargo_offload(&project_root(), cache)?;
@@ -378,7 +443,8 @@ pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<Exi
 }
 
 /// `program` in `cwd` inside the sysroot as an installed toolchain: the stage-1 toolchain,
-/// `cargo-offload` and LLVM 22's tools first on `PATH`, `RUSTC` set, NVIDIA's `ptxas`
+/// `cargo-offload` and LLVM 22's tools first on `PATH`, `RUSTC` set, the device sysroot
+/// (`CARGO_OFFLOAD_DEVICE_SYSROOT`, [`crate::device_sysroot`]), NVIDIA's `ptxas`
 /// and `nvlink` for `cargo offload` (`CARGO_OFFLOAD_CUDA_BIN`) once `./x.py build` fetched
 /// them; `cwd` and the project are visible at their own paths.
 pub fn toolchain(cache: &Cache, cwd: &Path, program: &str) -> Enter {
@@ -388,7 +454,10 @@ pub fn toolchain(cache: &Cache, cwd: &Path, program: &str) -> Enter {
         cache.stage1().join("bin").display(),
         offload_tools_bin(cache).display()
     );
-    enter = enter.env("PATH", path).env("RUSTC", cache.stage1_rustc());
+    enter = enter
+        .env("PATH", path)
+        .env("RUSTC", cache.stage1_rustc())
+        .env("CARGO_OFFLOAD_DEVICE_SYSROOT", crate::device_sysroot::device_sysroot(cache));
     let cuda = crate::cuda::cuda_bin(cache);
     if cuda.join("ptxas").is_file() {
         enter = enter.env("CARGO_OFFLOAD_CUDA_BIN", cuda);
@@ -397,9 +466,17 @@ pub fn toolchain(cache: &Cache, cwd: &Path, program: &str) -> Enter {
 }
 
 /// `export` (write) and `check` (compare only).
-pub fn export(project: &Path, cache: &Cache, write: bool, new_patch: Option<&str>) -> Result<Vec<Drift>> {
+pub fn export(
+    project: &Path,
+    cache: &Cache,
+    write: bool,
+    new_patch: Option<&str>,
+) -> Result<Vec<Drift>> {
     if !upstream::is_ready(cache) {
-        return fail("PATCH", format!("no materialized tree at {}: run `./x.py build`", cache.tree().display()));
+        return fail(
+            "PATCH",
+            format!("no materialized tree at {}: run `./x.py build`", cache.tree().display()),
+        );
     }
     materialize::export(project, cache, write, new_patch)
 }
@@ -424,7 +501,13 @@ fn tool_cargo(project: &Path, cache: &Cache, tool: &str, args: &[&str]) -> Comma
     cmd.args(args)
         .arg("--manifest-path")
         .arg(project.join("src/tools").join(tool).join("Cargo.toml"))
-        .args(["--offline", "--quiet", "--config", "source.crates-io.replace-with='vendored'", "--config"])
+        .args([
+            "--offline",
+            "--quiet",
+            "--config",
+            "source.crates-io.replace-with='vendored'",
+            "--config",
+        ])
         .arg(format!("source.vendored.directory='{}'", cache.tree().join("vendor").display()))
         .env("CARGO_TARGET_DIR", cache.root.join("tools-target"))
         .env_remove("RUSTUP_TOOLCHAIN")
@@ -436,9 +519,15 @@ fn tool_cargo(project: &Path, cache: &Cache, tool: &str, args: &[&str]) -> Comma
 /// Builds `src/tools/offload-manifest` (the manifest printer); returns its path.
 pub fn manifest_tool(project: &Path, cache: &Cache) -> Result<PathBuf> {
     if !upstream::is_ready(cache) {
-        return fail("JOB", "the manifest printer builds from upstream's vendored crates: run `./x.py build` first");
+        return fail(
+            "JOB",
+            "the manifest printer builds from upstream's vendored crates: run `./x.py build` first",
+        );
     }
-    crate::ui::run_captured("JOB", &mut manifest_tool_cargo(project, cache, &["build", "--release"]))?;
+    crate::ui::run_captured(
+        "JOB",
+        &mut manifest_tool_cargo(project, cache, &["build", "--release"]),
+    )?;
     Ok(cache.root.join("tools-target/release/offload-manifest"))
 }
 
@@ -462,15 +551,24 @@ pub fn offload_tools_bin(cache: &Cache) -> PathBuf {
 /// installed path.
 pub fn install_cargo_offload(project: &Path, cache: &Cache) -> Result<PathBuf> {
     if !upstream::is_ready(cache) {
-        return fail("BUILD", "cargo offload builds from upstream's vendored crates: run `./x.py build` first");
+        return fail(
+            "BUILD",
+            "cargo offload builds from upstream's vendored crates: run `./x.py build` first",
+        );
     }
-    crate::ui::run_captured("BUILD", &mut tool_cargo(project, cache, "cargo-offload", &["build", "--release"]))?;
+    crate::ui::run_captured(
+        "BUILD",
+        &mut tool_cargo(project, cache, "cargo-offload", &["build", "--release"]),
+    )?;
     let built = cache.root.join("tools-target/release/cargo-offload");
     let installed = offload_tools_bin(cache).join("cargo-offload");
     if fs::read(&installed).ok() != fs::read(&built).ok() {
         fs::create_dir_all(installed.parent().unwrap())
             .and_then(|()| fs::copy(&built, &installed))
-            .map_err(|e| Failure { step: "BUILD", message: format!("cannot install {}: {e}", installed.display()) })?;
+            .map_err(|e| Failure {
+                step: "BUILD",
+                message: format!("cannot install {}: {e}", installed.display()),
+            })?;
     }
     Ok(installed)
 }

@@ -47,9 +47,13 @@ pub fn ensure_cuda_tools(cache: &Cache) -> Result<PathBuf> {
     if !verify(&wheel, &CUDA_TOOLS_WHEEL)? {
         download_wheel(&downloads, &wheel)?;
     }
-    let timer = Timer::start("BUILD", format!("unpacking {} to {}", TOOLS.join(" and "), bin.display()));
+    let timer =
+        Timer::start("BUILD", format!("unpacking {} to {}", TOOLS.join(" and "), bin.display()));
     let _ = fs::remove_dir_all(&bin);
-    fs::create_dir_all(&bin).map_err(|e| Failure { step: "BUILD", message: format!("cannot create {}: {e}", bin.display()) })?;
+    fs::create_dir_all(&bin).map_err(|e| Failure {
+        step: "BUILD",
+        message: format!("cannot create {}: {e}", bin.display()),
+    })?;
     let mut unzip = Command::new("unzip");
     unzip.args(["-q", "-o", "-j"]).arg(&wheel);
     unzip.args(TOOLS.iter().map(|t| format!("nvidia/cu13/bin/{t}")));
@@ -59,24 +63,35 @@ pub fn ensure_cuda_tools(cache: &Cache) -> Result<PathBuf> {
         let path = bin.join(tool);
         set_executable(&path)?;
     }
-    fs::write(&stamp, CUDA_TOOLS_WHEEL.sha256).map_err(|e| Failure { step: "BUILD", message: format!("cannot write {}: {e}", stamp.display()) })?;
+    fs::write(&stamp, CUDA_TOOLS_WHEEL.sha256).map_err(|e| Failure {
+        step: "BUILD",
+        message: format!("cannot write {}: {e}", stamp.display()),
+    })?;
     timer.done();
     Ok(bin)
 }
 
 fn set_executable(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
-        .map_err(|e| Failure { step: "BUILD", message: format!("cannot make {} executable: {e}", path.display()) })
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).map_err(|e| Failure {
+        step: "BUILD",
+        message: format!("cannot make {} executable: {e}", path.display()),
+    })
 }
 
 /// `pip download` of the pinned wheel into a fresh folder under `downloads`, checked, then moved
 /// to `wheel`. A download whose sum differs is deleted.
 fn download_wheel(downloads: &Path, wheel: &Path) -> Result<()> {
-    let timer = Timer::start(STEP, format!("{} ({} bytes, with pip)", CUDA_TOOLS_WHEEL.name, CUDA_TOOLS_WHEEL.size));
+    let timer = Timer::start(
+        STEP,
+        format!("{} ({} bytes, with pip)", CUDA_TOOLS_WHEEL.name, CUDA_TOOLS_WHEEL.size),
+    );
     let tmp = downloads.join("cuda-wheel.tmp");
     let _ = fs::remove_dir_all(&tmp);
-    fs::create_dir_all(&tmp).map_err(|e| Failure { step: STEP, message: format!("cannot create {}: {e}", tmp.display()) })?;
+    fs::create_dir_all(&tmp).map_err(|e| Failure {
+        step: STEP,
+        message: format!("cannot create {}: {e}", tmp.display()),
+    })?;
     let status = Command::new("python3")
         .args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--dest"])
         .arg(&tmp)
@@ -93,17 +108,25 @@ fn download_wheel(downloads: &Path, wheel: &Path) -> Result<()> {
                 ),
             );
         }
-        Err(e) => return fail(STEP, format!("cannot run `python3 -m pip`: {e}; install pip and rerun")),
+        Err(e) => {
+            return fail(STEP, format!("cannot run `python3 -m pip`: {e}; install pip and rerun"));
+        }
     }
     let fetched = tmp.join(CUDA_TOOLS_WHEEL.name);
     if !fetched.exists() {
-        return fail(STEP, format!("pip did not write {}; the index serves another file name", fetched.display()));
+        return fail(
+            STEP,
+            format!("pip did not write {}; the index serves another file name", fetched.display()),
+        );
     }
     if let Err(failure) = verify(&fetched, &CUDA_TOOLS_WHEEL) {
         let _ = fs::remove_dir_all(&tmp);
         return Err(failure);
     }
-    fs::rename(&fetched, wheel).map_err(|e| Failure { step: STEP, message: format!("cannot move the wheel to {}: {e}", wheel.display()) })?;
+    fs::rename(&fetched, wheel).map_err(|e| Failure {
+        step: STEP,
+        message: format!("cannot move the wheel to {}: {e}", wheel.display()),
+    })?;
     let _ = fs::remove_dir_all(&tmp);
     timer.done();
     Ok(())

@@ -32,9 +32,7 @@ pub fn apt_mirrors(etc_apt: &Path) -> Vec<String> {
             // deb822: stanzas with `URIs:` and `Suites:` fields.
             for stanza in text.split("\n\n") {
                 let field = |key: &str| {
-                    stanza.lines().find_map(|l| {
-                        l.strip_prefix(key).map(|v| v.trim().to_string())
-                    })
+                    stanza.lines().find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
                 };
                 if let (Some(uris), Some(suites)) = (field("URIs:"), field("Suites:")) {
                     if suites.contains("-security") {

@@ -44,8 +44,10 @@ cd "$(dirname "$0")" || exit 2
 if [ ! -x lib/ld-linux-x86-64.so.2 ]; then
     tar -xJf libs.tar.xz || { echo "gpu-check: cannot unpack libs.tar.xz" >&2; exit 2; }
 fi
-command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
-LIBOMPTARGET_INFO="${LIBOMPTARGET_INFO:-0}" ./lib/ld-linux-x86-64.so.2 --library-path "$PWD/lib" ./offload-example > output.txt 2>&1
+command -v nvidia-smi >/dev/null 2>&1 &&
+    nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
+LIBOMPTARGET_INFO="${LIBOMPTARGET_INFO:-0}" ./lib/ld-linux-x86-64.so.2 --library-path "$PWD/lib" \
+    ./offload-example > output.txt 2>&1
 status=$?
 cat output.txt
 kernels=$(grep -c ': ok$' output.txt)
@@ -58,7 +60,8 @@ if [ "$status" -eq 0 ] && [ "$kernels" -eq 3 ] && [ "$timing" -eq 0 ]; then
     echo "gpu-check: passed: 3 kernels ran on the GPU and matched the host"
     exit 0
 fi
-echo "gpu-check: FAILED (program exit status $status, $kernels of 3 kernels matched, kernel timing status $timing)"
+echo "gpu-check: FAILED (program exit status $status, $kernels of 3 kernels matched, \
+kernel timing status $timing)"
 exit 1
 "#;
 
@@ -67,17 +70,21 @@ pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
     crate::commands::build(project, cache)?;
     let target = cache.job().join("gpu-check-target");
     let timer = Timer::start(STEP, format!("cargo offload build --release --offload-arch={ARCH}"));
-    let out = crate::commands::toolchain(cache, &project.join("src/offload-example"), "/usr/bin/env")
-        .arg(crate::cache::stage0_toolchain().join("bin/cargo"))
-        .args(["offload", "build", "--release", &format!("--offload-arch={ARCH}")])
-        .env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_TARGET_DIR", &target)
-        .bind(cache.job())
-        .command(cache)?
-        .output()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    let out =
+        crate::commands::toolchain(cache, &project.join("src/offload-example"), "/usr/bin/env")
+            .arg(crate::cache::stage0_toolchain().join("bin/cargo"))
+            .args(["offload", "build", "--release", &format!("--offload-arch={ARCH}")])
+            .env("RUSTC_BOOTSTRAP", "1")
+            .env("CARGO_TARGET_DIR", &target)
+            .bind(cache.job())
+            .command(cache)?
+            .output()
+            .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
     if !out.status.success() {
-        return fail(STEP, format!("cargo offload failed:\n{}", String::from_utf8_lossy(&out.stderr)));
+        return fail(
+            STEP,
+            format!("cargo offload failed:\n{}", String::from_utf8_lossy(&out.stderr)),
+        );
     }
     timer.done();
     let exe = target.join("offload/host").join(HOST).join("release/offload-example");
@@ -92,10 +99,11 @@ pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
     // The libraries, as the sysroot's loader resolves them for the program, plus `libomp.so`,
     // the name under which the runtime opens `libomp` again (OMPT).
     let timer = Timer::start(STEP, "the program's libraries from the sysroot");
-    let ldd = Enter::new(cache, &target, "ldd").arg(&exe).command(cache)?.output().map_err(|e| Failure {
-        step: STEP,
-        message: format!("cannot run ldd: {e}"),
-    })?;
+    let ldd = Enter::new(cache, &target, "ldd")
+        .arg(&exe)
+        .command(cache)?
+        .output()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot run ldd: {e}") })?;
     let mut count = 0;
     for line in String::from_utf8_lossy(&ldd.stdout).lines() {
         let path = match line.split_once("=>") {
@@ -111,7 +119,10 @@ pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
         count += 1;
     }
     if !lib.join("ld-linux-x86-64.so.2").is_file() || !lib.join("libomptarget.so.22.1").is_file() {
-        return fail(STEP, format!("ldd listed no loader or no libomptarget for {}", exe.display()));
+        return fail(
+            STEP,
+            format!("ldd listed no loader or no libomptarget for {}", exe.display()),
+        );
     }
     // A link, not a copy: the loader tells libraries apart by file, and a second `libomp`
     // aborts the program ("OMP: Error #15").
@@ -141,9 +152,18 @@ pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
         total += bytes;
     }
     if total > LIMIT_BYTES {
-        return fail(STEP, format!("the bundle is {total} bytes, over the device tool's {LIMIT_BYTES}"));
+        return fail(
+            STEP,
+            format!("the bundle is {total} bytes, over the device tool's {LIMIT_BYTES}"),
+        );
     }
-    say(STEP, format!("bundle {} ({total} bytes): run `sh gpu-check/run.sh` on the GPU machine", bundle.display()));
+    say(
+        STEP,
+        format!(
+            "bundle {} ({total} bytes): run `sh gpu-check/run.sh` on the GPU machine",
+            bundle.display()
+        ),
+    );
     Ok(bundle)
 }
 
@@ -155,7 +175,8 @@ fn kernel_time(project: &Path, cache: &Cache, bundle: &Path) -> Result<()> {
         say(STEP, "no nvptx images of `./x.py bench`: the bundle leaves out the kernel timing");
         return Ok(());
     }
-    let timer = Timer::start(STEP, "base's and ours' benchmark kernels as cubins (kernel_time.py prepare)");
+    let timer =
+        Timer::start(STEP, "base's and ours' benchmark kernels as cubins (kernel_time.py prepare)");
     let status = Enter::new(cache, project, "python3")
         .arg(project.join("src/offload-bench/kernel_time.py"))
         .arg("prepare")

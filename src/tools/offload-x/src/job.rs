@@ -42,18 +42,30 @@ pub struct ImageReport {
     pub defined_functions: usize,
 }
 
-fn run_in(cache: &Cache, cwd: &Path, program: impl Into<std::ffi::OsString>, args: &[String]) -> Result<String> {
+fn run_in(
+    cache: &Cache,
+    cwd: &Path,
+    program: impl Into<std::ffi::OsString>,
+    args: &[String],
+) -> Result<String> {
     let mut cmd = Enter::new(cache, cwd, program)
         .args(args.iter().cloned())
         .bind(crate::commands::project_root())
         .command(cache)?;
-    let out = cmd.output().map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    let out = cmd
+        .output()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
     if !out.status.success() {
         let mut text = out.stdout.clone();
         text.extend_from_slice(&out.stderr);
         return fail(
             STEP,
-            format!("`{}` failed ({}):\n{}", args.join(" "), out.status, String::from_utf8_lossy(&text)),
+            format!(
+                "`{}` failed ({}):\n{}",
+                args.join(" "),
+                out.status,
+                String::from_utf8_lossy(&text)
+            ),
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -69,12 +81,17 @@ pub fn inspect_image(cache: &Cache, image: &Path) -> Result<ImageReport> {
 pub fn inspect_image_for(cache: &Cache, image: &Path, target: &str) -> Result<ImageReport> {
     let dir = image.parent().unwrap().to_path_buf();
     let image_bytes = fs::metadata(image)
-        .map_err(|e| Failure { step: STEP, message: format!("no device image at {}: {e}", image.display()) })?
+        .map_err(|e| Failure {
+            step: STEP,
+            message: format!("no device image at {}: {e}", image.display()),
+        })?
         .len();
     // Extracted into the cache, never beside the user's image.
     let scratch = cache.job().join("inspect");
-    fs::create_dir_all(&scratch)
-        .map_err(|e| Failure { step: STEP, message: format!("cannot create {}: {e}", scratch.display()) })?;
+    fs::create_dir_all(&scratch).map_err(|e| Failure {
+        step: STEP,
+        message: format!("cannot create {}: {e}", scratch.display()),
+    })?;
     let bc = scratch.join("image-device.bc");
     let _ = fs::remove_file(&bc);
     run_in(
@@ -125,7 +142,10 @@ pub struct PipelineReport {
 /// Links the amdgcn bitcode `bc` as the AMDGPU runtime would load it: `llc -mcpu=gfx90a` (code
 /// object v5) to an object, then `ld.lld -shared --no-undefined`. Returns the code object's
 /// kernels, or the tools' complaint (an undefined symbol, say).
-fn vendor_check_amdgcn(cache: &Cache, bc: &Path) -> Result<std::result::Result<Vec<String>, String>> {
+fn vendor_check_amdgcn(
+    cache: &Cache,
+    bc: &Path,
+) -> Result<std::result::Result<Vec<String>, String>> {
     let dir = bc.parent().unwrap();
     let (obj, so) = (bc.with_extension("o"), bc.with_extension("so"));
     let llc = [
@@ -139,7 +159,13 @@ fn vendor_check_amdgcn(cache: &Cache, bc: &Path) -> Result<std::result::Result<V
     if let Err(failure) = run_in(cache, dir, "llc", &llc) {
         return Ok(Err(failure.message));
     }
-    let lld = ["-shared".into(), "--no-undefined".into(), obj.display().to_string(), "-o".into(), so.display().to_string()];
+    let lld = [
+        "-shared".into(),
+        "--no-undefined".into(),
+        obj.display().to_string(),
+        "-o".into(),
+        so.display().to_string(),
+    ];
     if let Err(failure) = run_in(cache, dir, "ld.lld", &lld) {
         return Ok(Err(failure.message));
     }
@@ -164,7 +190,10 @@ pub fn print_image(cache: &Cache, path: &Path) -> Result<()> {
     // and the one whose bitcode the image holds is reported.
     for (target, _) in GPU_TARGETS {
         let Ok(report) = inspect_image_for(cache, path, target) else { continue };
-        say(STEP, format!("image {} ({} bytes), {target}", report.image.display(), report.image_bytes));
+        say(
+            STEP,
+            format!("image {} ({} bytes), {target}", report.image.display(), report.image_bytes),
+        );
         say(STEP, format!("functions defined: {}", report.defined_functions));
         say(STEP, format!("kernels: {}", report.kernels.join(", ")));
         return Ok(());
@@ -184,7 +213,10 @@ pub fn run_pipeline(project: &Path, cache: &Cache, pipeline: Pipeline) -> Result
     let (device, host) = (out.join("device"), out.join("host"));
     for dir in [&device, &host] {
         let _ = fs::remove_dir_all(dir);
-        fs::create_dir_all(dir).map_err(|e| Failure { step: STEP, message: format!("cannot create {}: {e}", dir.display()) })?;
+        fs::create_dir_all(dir).map_err(|e| Failure {
+            step: STEP,
+            message: format!("cannot create {}: {e}", dir.display()),
+        })?;
     }
     let common = |dir: &Path| -> Vec<String> {
         vec![
@@ -208,7 +240,10 @@ pub fn run_pipeline(project: &Path, cache: &Cache, pipeline: Pipeline) -> Result
             let timer = Timer::start(STEP, "host metadata pass: -Zoffload=HostMetadata=<manifest>");
             let mut args = common(&host);
             // Different `-C metadata` per pass, as cargo gives: identity must not depend on it.
-            args.extend([format!("-Zoffload=HostMetadata={}", path.display()), "-Cmetadata=host".into()]);
+            args.extend([
+                format!("-Zoffload=HostMetadata={}", path.display()),
+                "-Cmetadata=host".into(),
+            ]);
             run_in(cache, &host, &rustc, &args)?;
             timer.done();
             manifest = Some(path.clone());
@@ -216,7 +251,8 @@ pub fn run_pipeline(project: &Path, cache: &Cache, pipeline: Pipeline) -> Result
         }
     };
 
-    let timer = Timer::start(STEP, format!("device pass: {DEVICE_TARGET} ({DEVICE_CPU}), {device_flag}"));
+    let timer =
+        Timer::start(STEP, format!("device pass: {DEVICE_TARGET} ({DEVICE_CPU}), {device_flag}"));
     let mut args = common(&device);
     args.extend([
         format!("--target={DEVICE_TARGET}"),
@@ -261,12 +297,26 @@ pub fn run(project: &Path, cache: &Cache) -> Result<()> {
         }
     }
     say(STEP, format!("{:<34} {:>10} {:>10}", "device image", "base", "manifest"));
-    say(STEP, format!("{:<34} {:>10} {:>10}", "bytes", base.image.image_bytes, ours.image.image_bytes));
     say(
         STEP,
-        format!("{:<34} {:>10} {:>10}", "functions defined", base.image.defined_functions, ours.image.defined_functions),
+        format!("{:<34} {:>10} {:>10}", "bytes", base.image.image_bytes, ours.image.image_bytes),
     );
-    say(STEP, format!("{:<34} {:>10} {:>10}", "kernels", base.image.kernels.len(), ours.image.kernels.len()));
+    say(
+        STEP,
+        format!(
+            "{:<34} {:>10} {:>10}",
+            "functions defined", base.image.defined_functions, ours.image.defined_functions
+        ),
+    );
+    say(
+        STEP,
+        format!(
+            "{:<34} {:>10} {:>10}",
+            "kernels",
+            base.image.kernels.len(),
+            ours.image.kernels.len()
+        ),
+    );
     for (name, report) in [("base", &base), ("manifest", &ours)] {
         say(STEP, format!("{name}: kernels in the image: {}", report.image.kernels.join(", ")));
         say(STEP, format!("{name}: image {}", report.image.image.display()));
@@ -274,11 +324,18 @@ pub fn run(project: &Path, cache: &Cache) -> Result<()> {
         match &report.vendor_check {
             Ok(kernels) => say(
                 STEP,
-                format!("{name}: llc + ld.lld --no-undefined: linked, kernels {}", kernels.join(", ")),
+                format!(
+                    "{name}: llc + ld.lld --no-undefined: linked, kernels {}",
+                    kernels.join(", ")
+                ),
             ),
             Err(complaint) => {
-                let first = complaint.lines().find(|l| l.contains("undefined")).unwrap_or("see above");
-                say(STEP, format!("{name}: llc + ld.lld --no-undefined: refused ({})", first.trim()));
+                let first =
+                    complaint.lines().find(|l| l.contains("undefined")).unwrap_or("see above");
+                say(
+                    STEP,
+                    format!("{name}: llc + ld.lld --no-undefined: refused ({})", first.trim()),
+                );
             }
         }
     }
@@ -291,7 +348,9 @@ pub fn run(project: &Path, cache: &Cache) -> Result<()> {
                 ours.image.kernels
             ),
         ),
-        Err(complaint) => fail(STEP, format!("the manifest pipeline's image does not link:\n{complaint}")),
+        Err(complaint) => {
+            fail(STEP, format!("the manifest pipeline's image does not link:\n{complaint}"))
+        }
     };
     checked?;
     cargo_program(project, cache)
@@ -309,7 +368,8 @@ pub fn cargo_program(project: &Path, cache: &Cache) -> Result<()> {
     let example = project.join("src/offload-example");
     let target = cache.job().join("example-target");
     crate::commands::install_cargo_offload(project, cache)?;
-    let timer = Timer::start(STEP, format!("cargo offload build --release --offload-arch={PROGRAM_ARCHS}"));
+    let timer =
+        Timer::start(STEP, format!("cargo offload build --release --offload-arch={PROGRAM_ARCHS}"));
     let mut build = crate::commands::toolchain(cache, &example, "/usr/bin/env")
         .arg(crate::cache::stage0_toolchain().join("bin/cargo"))
         .args(["offload", "build", "--release", &format!("--offload-arch={PROGRAM_ARCHS}")])
@@ -317,16 +377,34 @@ pub fn cargo_program(project: &Path, cache: &Cache) -> Result<()> {
         .env("CARGO_TARGET_DIR", &target)
         .bind(cache.job())
         .command(cache)?;
-    let out = build.output().map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    let out = build
+        .output()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
     if !out.status.success() {
-        return fail(STEP, format!("cargo offload failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr)));
+        return fail(
+            STEP,
+            format!(
+                "cargo offload failed ({}):\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        );
     }
     timer.done();
     let exe = target.join("offload/host").join(crate::pins::HOST).join("release/offload-example");
     say(STEP, format!("program {}", exe.display()));
-    let dump = run_in(cache, &target, "llvm-objdump", &["--offloading".into(), exe.display().to_string()])?;
+    let dump = run_in(
+        cache,
+        &target,
+        "llvm-objdump",
+        &["--offloading".into(), exe.display().to_string()],
+    )?;
     let field = |block: &str, key: &str| {
-        block.lines().find_map(|l| l.strip_prefix(key)).map(|v| v.trim().to_string()).unwrap_or_default()
+        block
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
     };
     for block in dump.split("OFFLOADING IMAGE").skip(1) {
         let (arch, triple) = (field(block, "arch"), field(block, "triple"));
@@ -339,9 +417,15 @@ pub fn cargo_program(project: &Path, cache: &Cache) -> Result<()> {
         run_in(cache, &target, "llvm-offload-binary", &[exe.display().to_string(), spec])?;
         let kernels = embedded_kernels(cache, &target, &file, &triple)?;
         let bytes = fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
-        say(STEP, format!("  image {arch} ({triple}), {bytes} bytes, kernels: {}", kernels.join(", ")));
+        say(
+            STEP,
+            format!("  image {arch} ({triple}), {bytes} bytes, kernels: {}", kernels.join(", ")),
+        );
     }
-    let timer = Timer::start(STEP, "run the program on the offload runtime's CPU device (device results vs host reference)");
+    let timer = Timer::start(
+        STEP,
+        "run the program on the offload runtime's CPU device (device results vs host reference)",
+    );
     let output = run_in(cache, &target, &exe.display().to_string(), &[])?;
     for line in output.lines() {
         say(STEP, format!("  {line}"));

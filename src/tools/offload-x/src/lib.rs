@@ -26,6 +26,7 @@ pub mod bench;
 pub mod cache;
 pub mod commands;
 pub mod cuda;
+pub mod device_sysroot;
 pub mod fetch;
 pub mod gpu_check;
 pub mod job;

@@ -26,7 +26,8 @@ verbs:
                    stage 1 tests/codegen-llvm/gpu_offload and our suites under tests/, then
                    `series --check` (prefixes checked before are skipped); PATHs (upstream
                    test paths) run those suites instead
-  style            upstream's rustfmt (--check) and tidy on the files we add or patch
+  style            upstream's rustfmt (--check) and tidy on the files we add or patch, rustfmt
+                   and lines of at most 100 columns on our tools (src/tools)
   rustc ARGS...    the stage-1 rustc, in the current directory, inside the sysroot
   cargo ARGS...    cargo 1.95.0 with the stage-1 rustc (RUSTC_BOOTSTRAP=1, so -Zbuild-std
                    works), in the current directory, inside the sysroot
@@ -71,10 +72,16 @@ with one `error: [STEP] ...` line that says what to do.
 
 fn main() -> ExitCode {
     let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let verb = if args.is_empty() { "job".to_string() } else { args.remove(0).to_string_lossy().into_owned() };
+    let verb = if args.is_empty() {
+        "job".to_string()
+    } else {
+        args.remove(0).to_string_lossy().into_owned()
+    };
     let project = commands::project_root();
     let cache = Cache::from_env();
-    let strings = |args: &[OsString]| -> Vec<String> { args.iter().map(|a| a.to_string_lossy().into_owned()).collect() };
+    let strings = |args: &[OsString]| -> Vec<String> {
+        args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    };
     let result: Result<ExitCode> = match verb.as_str() {
         "help" | "--help" | "-h" => {
             print!("{HELP}");
@@ -90,11 +97,14 @@ fn main() -> ExitCode {
         "series" => {
             let args = strings(&args);
             let run = match args.as_slice() {
-                [] => commands::prepare(&project, &cache).and_then(|()| commands::series_apply(&project, &cache)),
+                [] => commands::prepare(&project, &cache)
+                    .and_then(|()| commands::series_apply(&project, &cache)),
                 [check] if check == "--check" => commands::prepare(&project, &cache)
                     .and_then(|()| offload_x::series::check_prefixes(&project, &cache, None)),
-                [check, from, n] if check == "--check" && from == "--from" => commands::prepare(&project, &cache)
-                    .and_then(|()| offload_x::series::check_prefixes(&project, &cache, Some(n))),
+                [check, from, n] if check == "--check" && from == "--from" => {
+                    commands::prepare(&project, &cache)
+                        .and_then(|()| offload_x::series::check_prefixes(&project, &cache, Some(n)))
+                }
                 _ => {
                     eprintln!("error: usage: ./x.py series [--check [--from NNNN]]");
                     return ExitCode::from(2);
@@ -129,9 +139,8 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         },
-        "rustc" | "cargo" => commands::run_tool(&cache, &verb, args).map(|status| {
-            ExitCode::from(status.code().map(|c| c as u8).unwrap_or(1))
-        }),
+        "rustc" | "cargo" => commands::run_tool(&cache, &verb, args)
+            .map(|status| ExitCode::from(status.code().map(|c| c as u8).unwrap_or(1))),
         "export" | "check" => {
             let write = verb == "export";
             let args = strings(&args);
@@ -147,8 +156,14 @@ fn main() -> ExitCode {
                 let mut unowned = false;
                 for d in &drift {
                     match d {
-                        Drift::Patch(p) => println!("[PATCH] {} {}", if write { "wrote" } else { "differs:" }, p.display()),
-                        Drift::NewFile(f) => println!("[PATCH] {} {f}", if write { "copied" } else { "differs:" }),
+                        Drift::Patch(p) => println!(
+                            "[PATCH] {} {}",
+                            if write { "wrote" } else { "differs:" },
+                            p.display()
+                        ),
+                        Drift::NewFile(f) => {
+                            println!("[PATCH] {} {f}", if write { "copied" } else { "differs:" })
+                        }
                         Drift::Unowned(f) => {
                             unowned = true;
                             println!("[PATCH] {f} is changed in the tree but no patch owns it")
@@ -156,12 +171,16 @@ fn main() -> ExitCode {
                         Drift::NewFileUnnamed(f) => {
                             unowned = true;
                             println!(
-                                "[PATCH] {f} is a new file that no patch's `New-Files:` names; add it to the header of the patch that uses it"
+                                "[PATCH] {f} is a new file that no patch's `New-Files:` names; add \
+                                 it to the header of the patch that uses it"
                             )
                         }
                         Drift::NewFileMissing(p, f) => {
                             unowned = true;
-                            println!("[PATCH] {} names the new file {f}, which the project lacks", p.display())
+                            println!(
+                                "[PATCH] {} names the new file {f}, which the project lacks",
+                                p.display()
+                            )
                         }
                     }
                 }
@@ -170,8 +189,9 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 } else if unowned && write {
                     eprintln!(
-                        "error: [PATCH] give those files a patch: ./x.py export --patch NNNN-<area>-<what> for \
-                         upstream files, the patch's `New-Files:` field for new ones"
+                        "error: [PATCH] give those files a patch: ./x.py export --patch \
+                         NNNN-<area>-<what> for upstream files, the patch's `New-Files:` field for \
+                         new ones"
                     );
                     ExitCode::FAILURE
                 } else if write {

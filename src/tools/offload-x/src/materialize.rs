@@ -118,7 +118,10 @@ pub fn read_patch(path: &Path) -> Result<Patch> {
             let rest = rest.trim_end();
             // `a/P b/P`: P is the same on both sides, as neither side is renamed.
             let Some(mid) = rest.find(" b/") else {
-                return fail(STEP, format!("{}: unreadable line `{}`", path.display(), line.trim_end()));
+                return fail(
+                    STEP,
+                    format!("{}: unreadable line `{}`", path.display(), line.trim_end()),
+                );
             };
             let file = rest[..mid].to_string();
             if files.contains(&file) {
@@ -131,7 +134,10 @@ pub fn read_patch(path: &Path) -> Result<Patch> {
     let Some(header_end) = header_end else {
         return fail(
             STEP,
-            format!("{} holds no `diff --git` section; write patches with `x.py export`", path.display()),
+            format!(
+                "{} holds no `diff --git` section; write patches with `x.py export`",
+                path.display()
+            ),
         );
     };
     starts.push(text.len());
@@ -350,7 +356,8 @@ pub fn materialize(project: &Path, cache: &Cache, extra: &[(&str, Vec<u8>)]) -> 
         }
     }
     if fs::read_to_string(cache.materialized_list()).ok().as_deref() != Some(&list) {
-        fs::write(cache.materialized_list(), list).map_err(|e| io(e, &cache.materialized_list()))?;
+        fs::write(cache.materialized_list(), list)
+            .map_err(|e| io(e, &cache.materialized_list()))?;
     }
     Ok(report)
 }
@@ -435,8 +442,10 @@ fn diff_since(cache: &Cache, rel: &str, before: &Option<Vec<u8>>) -> Result<Stri
     }
     let tree = run_captured(STEP, &mut with_index(&["write-tree"]))?;
     let tree = String::from_utf8_lossy(&tree.stdout).trim().to_string();
-    let diff =
-        run_captured(STEP, &mut with_index(&["diff", "--no-color", "--no-ext-diff", &tree, "--", rel]))?;
+    let diff = run_captured(
+        STEP,
+        &mut with_index(&["diff", "--no-color", "--no-ext-diff", &tree, "--", rel]),
+    )?;
     let _ = fs::remove_file(&index);
     Ok(String::from_utf8_lossy(&diff.stdout).into_owned())
 }
@@ -484,18 +493,26 @@ pub fn new_file_drift(project: &Path, patches: &[Patch]) -> Result<Vec<Drift>> {
 /// owns go into `new_patch` (created with a header to fill in), or are reported as
 /// [`Drift::Unowned`] when it is None. New files that no `New-Files:` field names, and names
 /// without a file, are reported either way ([`new_file_drift`]): headers are written by hand.
-pub fn export(project: &Path, cache: &Cache, write: bool, new_patch: Option<&str>) -> Result<Vec<Drift>> {
+pub fn export(
+    project: &Path,
+    cache: &Cache,
+    write: bool,
+    new_patch: Option<&str>,
+) -> Result<Vec<Drift>> {
     let mut drift = Vec::new();
     let changed = run_captured(STEP, git(cache).args(["diff", "--name-only", BASE_BRANCH]))?;
     let changed: Vec<String> =
         String::from_utf8_lossy(&changed.stdout).lines().map(str::to_string).collect();
-    let untracked = run_captured(STEP, git(cache).args(["ls-files", "--others", "--exclude-standard"]))?;
+    let untracked =
+        run_captured(STEP, git(cache).args(["ls-files", "--others", "--exclude-standard"]))?;
     let untracked: Vec<String> =
         String::from_utf8_lossy(&untracked.stdout).lines().map(str::to_string).collect();
 
     let patches = patches(project)?;
-    let owned: BTreeSet<&str> = patches.iter().flat_map(|p| p.files.iter().map(String::as_str)).collect();
-    let unowned: Vec<String> = changed.iter().filter(|f| !owned.contains(f.as_str())).cloned().collect();
+    let owned: BTreeSet<&str> =
+        patches.iter().flat_map(|p| p.files.iter().map(String::as_str)).collect();
+    let unowned: Vec<String> =
+        changed.iter().filter(|f| !owned.contains(f.as_str())).cloned().collect();
 
     let diff_of = |files: &[String]| -> Result<String> {
         let mut cmd = git(cache);
@@ -575,9 +592,8 @@ pub fn export(project: &Path, cache: &Cache, write: bool, new_patch: Option<&str
                      ---\n"
                 );
                 fs::create_dir_all(path.parent().unwrap()).ok();
-                fs::write(&path, format!("{header}{}", diff_of(&unowned)?)).map_err(|e| Failure {
-                    step: STEP,
-                    message: format!("cannot write {}: {e}", path.display()),
+                fs::write(&path, format!("{header}{}", diff_of(&unowned)?)).map_err(|e| {
+                    Failure { step: STEP, message: format!("cannot write {}: {e}", path.display()) }
                 })?;
                 drift.push(Drift::Patch(path));
             }

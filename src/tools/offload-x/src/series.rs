@@ -90,7 +90,8 @@ pub fn build(project: &Path, cache: &Cache) -> Result<Vec<SeriesCommit>> {
             return fail(
                 STEP,
                 format!(
-                    "{}: {problem}; fill in its header (src/doc/patches.md, \"The header says why\")",
+                    "{}: {problem}; fill in its header (src/doc/patches.md, \"The header says \
+                     why\")",
                     patch.path.display()
                 ),
             );
@@ -202,7 +203,12 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
             match matching.as_slice() {
                 [i] => *i,
                 [] => return fail(STEP, format!("no patch of the series is named `{name}...`")),
-                _ => return fail(STEP, format!("`{name}` names more than one patch; give more of its name")),
+                _ => {
+                    return fail(
+                        STEP,
+                        format!("`{name}` names more than one patch; give more of its name"),
+                    );
+                }
             }
         }
     };
@@ -235,9 +241,11 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
         config.hash(&mut hasher);
         fs::read(cache.sysroot_stamp()).unwrap_or_default().hash(&mut hasher);
         crate::cache::stage0_toolchain().hash(&mut hasher);
-        fs::read(crate::cache::stage0_toolchain().join("lib/rustlib/multirust-channel-manifest.toml"))
-            .unwrap_or_default()
-            .hash(&mut hasher);
+        fs::read(
+            crate::cache::stage0_toolchain().join("lib/rustlib/multirust-channel-manifest.toml"),
+        )
+        .unwrap_or_default()
+        .hash(&mut hasher);
         hasher.finish()
     });
     let mut passed = fs::read_to_string(&passed_path).unwrap_or_default();
@@ -303,17 +311,18 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
                 ),
             );
         }
-        say(
-            STEP,
-            format!("{}: builds ({:.0} s)", commit.name, started.elapsed().as_secs_f64()),
-        );
+        say(STEP, format!("{}: builds ({:.0} s)", commit.name, started.elapsed().as_secs_f64()));
         record(&mut passed, commit)?;
     }
     match from {
         None => say(STEP, format!("every prefix of the series builds ({} patches)", commits.len())),
         Some(_) => say(
             STEP,
-            format!("every prefix from {} on builds ({} patches)", commits[start].name, commits.len() - start),
+            format!(
+                "every prefix from {} on builds ({} patches)",
+                commits[start].name,
+                commits.len() - start
+            ),
         ),
     }
     Ok(())

@@ -1,5 +1,6 @@
 //! `[STYLE]`: upstream's own `tidy` and rustfmt on every file the project adds to or changes in
-//! the upstream tree (the paths in `materialized.list`, see [`crate::materialize`]).
+//! the upstream tree (the paths in `materialized.list`, see [`crate::materialize`]), and rustfmt
+//! and upstream's line length on the project's own tools ([`PROJECT_RUST_DIRS`]).
 //!
 //! - rustfmt: the stage-0 toolchain's `rustfmt --check`, with the settings of upstream's
 //!   `rustfmt.toml` that a stable rustfmt knows ([`RUSTFMT_CONFIG`]; Debian's source tarball
@@ -15,6 +16,10 @@
 //!   others report. Debian's source also has files tidy finds fault with (error-code docs), so
 //!   only the problems that name one of our files count. Like upstream's, tidy leaves the length
 //!   of lines in files rustfmt formats to rustfmt.
+//! - our tools: every `*.rs` under [`PROJECT_RUST_DIRS`] of the project (not in the tree, so
+//!   neither of the above sees them), with the same rustfmt and settings, and no line over
+//!   [`MAX_COLUMNS`] (upstream's `max_width`, which rustfmt keeps code within but not comments
+//!   and string literals).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -34,7 +39,10 @@ pub const RUSTFMT_CONFIG: &str =
 fn our_paths(cache: &Cache) -> Result<Vec<String>> {
     let list = fs::read_to_string(cache.materialized_list()).map_err(|e| Failure {
         step: STEP,
-        message: format!("{}: {e}; run `./x.py prepare` first", cache.materialized_list().display()),
+        message: format!(
+            "{}: {e}; run `./x.py prepare` first",
+            cache.materialized_list().display()
+        ),
     })?;
     Ok(list.lines().filter(|l| !l.is_empty()).map(str::to_string).collect())
 }
@@ -60,8 +68,24 @@ fn rustfmt_applies(path: &str) -> bool {
     path.ends_with(".rs") && !RUSTFMT_IGNORED_TESTS.iter().any(|p| path.starts_with(p))
 }
 
-/// `rustfmt --check` on our Rust files; fails with rustfmt's diff.
+/// The project's folders whose Rust files the style step checks besides the tree's: our tools
+/// (`cargo-offload`, `offload-manifest`, `offload-x` with its tests and tidy driver).
+pub const PROJECT_RUST_DIRS: &[&str] = &["src/tools"];
+
+/// The most columns (characters) a line of a project file may have: upstream's `max_width`,
+/// which rustfmt keeps code within; comments and string literals it leaves as they are.
+pub const MAX_COLUMNS: usize = 100;
+
+/// `rustfmt --check` on our Rust files, in the tree and then in the project's
+/// [`PROJECT_RUST_DIRS`], and the length of the project files' lines ([`project_style`]); fails
+/// with rustfmt's diff or the long lines.
 pub fn rustfmt(cache: &Cache) -> Result<()> {
+    tree_rustfmt(cache)?;
+    project_style(&crate::commands::project_root())
+}
+
+/// `rustfmt --check` on our Rust files in the tree; fails with rustfmt's diff.
+fn tree_rustfmt(cache: &Cache) -> Result<()> {
     let tree = cache.tree();
     let files: Vec<PathBuf> = our_paths(cache)?
         .iter()
@@ -71,19 +95,13 @@ pub fn rustfmt(cache: &Cache) -> Result<()> {
         .collect();
     if files.is_empty() {
         // rustfmt without files reads standard input and succeeds: that checks nothing.
-        return fail(STEP, format!("no Rust file of ours in {}", cache.materialized_list().display()));
+        return fail(
+            STEP,
+            format!("no Rust file of ours in {}", cache.materialized_list().display()),
+        );
     }
     let timer = Timer::start(STEP, format!("rustfmt --check on {} files", files.len()));
-    let rustfmt = stage0_toolchain().join("bin/rustfmt");
-    let out = Command::new(&rustfmt)
-        .args(["--check", "--edition", "2024", "--config", RUSTFMT_CONFIG])
-        .args(&files)
-        .env_remove("RUSTUP_TOOLCHAIN")
-        .output()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run {}: {e}", rustfmt.display()) })?;
-    if !out.status.success() {
-        print!("{}", String::from_utf8_lossy(&out.stdout));
-        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    if !rustfmt_check(&files)? {
         return fail(
             STEP,
             "rustfmt would reformat the files above; run rustfmt with the same settings in the \
@@ -92,6 +110,112 @@ pub fn rustfmt(cache: &Cache) -> Result<()> {
     }
     timer.done();
     Ok(())
+}
+
+/// Runs the stage-0 toolchain's `rustfmt --check` with upstream's settings on `files` (not
+/// empty: rustfmt without files reads standard input); prints its diff and returns `false` when
+/// it would reformat any.
+fn rustfmt_check(files: &[PathBuf]) -> Result<bool> {
+    let rustfmt = stage0_toolchain().join("bin/rustfmt");
+    let out = Command::new(&rustfmt)
+        .args(["--check", "--edition", "2024", "--config", RUSTFMT_CONFIG])
+        .args(files)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .output()
+        .map_err(|e| Failure {
+            step: STEP,
+            message: format!("cannot run {}: {e}", rustfmt.display()),
+        })?;
+    if !out.status.success() {
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(out.status.success())
+}
+
+/// `rustfmt --check` and the line length ([`MAX_COLUMNS`]) on the Rust files of the project's
+/// [`PROJECT_RUST_DIRS`]; fails with rustfmt's diff, or with one `FILE:LINE:` line per long line.
+pub fn project_style(project: &Path) -> Result<()> {
+    let dirs = PROJECT_RUST_DIRS.join(", ");
+    let files = project_rust_files(project);
+    if files.is_empty() {
+        return fail(STEP, format!("no Rust file in {dirs} of {}", project.display()));
+    }
+    let timer = Timer::start(
+        STEP,
+        format!("rustfmt --check and {MAX_COLUMNS} columns on {} files of {dirs}", files.len()),
+    );
+    if !rustfmt_check(&files)? {
+        return fail(
+            STEP,
+            format!(
+                "rustfmt would reformat the files above; run `rustfmt --edition 2024 --config \
+                 {RUSTFMT_CONFIG}` on them in the project"
+            ),
+        );
+    }
+    let mut long = Vec::new();
+    for file in &files {
+        let text = fs::read_to_string(file).map_err(|e| Failure {
+            step: STEP,
+            message: format!("cannot read {}: {e}", file.display()),
+        })?;
+        long.extend(long_lines(&file.display().to_string(), &text));
+    }
+    if !long.is_empty() {
+        for line in &long {
+            eprintln!("{line}");
+        }
+        return fail(
+            STEP,
+            format!(
+                "{} line(s) of {dirs} longer than {MAX_COLUMNS} columns (above); rewrap them by \
+                 hand (rustfmt leaves comments and string literals as they are)",
+                long.len()
+            ),
+        );
+    }
+    timer.done();
+    Ok(())
+}
+
+/// Every `*.rs` under the project's [`PROJECT_RUST_DIRS`], sorted; cargo's `target` folders and
+/// hidden folders are skipped.
+fn project_rust_files(project: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+        let Ok(entries) = fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                if name != "target" && !name.starts_with('.') {
+                    walk(&path, files);
+                }
+            } else if name.ends_with(".rs") {
+                files.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for dir in PROJECT_RUST_DIRS {
+        walk(&project.join(dir), &mut files);
+    }
+    files.sort();
+    files
+}
+
+/// The lines of `text` (the file `name`) longer than [`MAX_COLUMNS`] characters, as
+/// `NAME:LINE: ...` (lines counted from 1), the way tidy names them.
+fn long_lines(name: &str, text: &str) -> Vec<String> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let columns = line.chars().count();
+            (columns > MAX_COLUMNS).then(|| {
+                format!("{name}:{}: line longer than {MAX_COLUMNS} columns ({columns})", i + 1)
+            })
+        })
+        .collect()
 }
 
 /// Builds upstream's tidy as a library (once; cargo rebuilds nothing later) and our driver
@@ -113,7 +237,10 @@ pub fn tidy(project: &Path, cache: &Cache) -> Result<()> {
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .status()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run {}: {e}", cargo.display()) })?;
+        .map_err(|e| Failure {
+            step: STEP,
+            message: format!("cannot run {}: {e}", cargo.display()),
+        })?;
     if !built.success() {
         return fail(STEP, "building tidy failed; cargo's output is above");
     }
@@ -136,16 +263,17 @@ pub fn tidy(project: &Path, cache: &Cache) -> Result<()> {
     }
     timer.done();
     let timer = Timer::start(STEP, "tidy's file checks over the tree, problems in our files");
-    let out = Command::new(&driver)
-        .arg(&tree)
-        .output()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run {}: {e}", driver.display()) })?;
+    let out = Command::new(&driver).arg(&tree).output().map_err(|e| Failure {
+        step: STEP,
+        message: format!("cannot run {}: {e}", driver.display()),
+    })?;
     let report = strip_ansi(&format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     ));
-    let problems = report.lines().filter(|l| l.starts_with("tidy [") && !l.ends_with(": FAIL")).count();
+    let problems =
+        report.lines().filter(|l| l.starts_with("tidy [") && !l.ends_with(": FAIL")).count();
     // The driver exits 0 (no problem) or 1 (problems), after its last line; a panic of a check
     // exits 101 and leaves the folders after it unchecked.
     if !matches!(out.status.code(), Some(0 | 1)) || !report.contains(DRIVER_DONE) {
@@ -226,6 +354,62 @@ mod tests {
     }
 
     #[test]
+    fn project_files_are_every_rs_outside_target_folders() {
+        let root = std::env::temp_dir().join(format!("offload-x-style-{}", std::process::id()));
+        let tools = root.join("src/tools");
+        for (path, text) in [
+            ("b/src/main.rs", "fn main() {}\n"),
+            ("b/src/util.rs", ""),
+            ("b/tests/harness.rs", ""),
+            ("b/Cargo.toml", ""),
+            ("a/fuzz/seed.rs", ""),
+            ("b/target/debug/build/out.rs", ""),
+            (".cache/x.rs", ""),
+        ] {
+            let path = tools.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        let found: Vec<String> = project_rust_files(&root)
+            .iter()
+            .map(|p| p.strip_prefix(&tools).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            found,
+            ["a/fuzz/seed.rs", "b/src/main.rs", "b/src/util.rs", "b/tests/harness.rs"]
+        );
+        fs::remove_dir_all(&root).unwrap();
+        assert!(project_rust_files(&root).is_empty());
+    }
+
+    #[test]
+    fn long_lines_are_counted_in_characters() {
+        let fits = "x".repeat(MAX_COLUMNS);
+        let wide = "é".repeat(MAX_COLUMNS);
+        let long = "y".repeat(MAX_COLUMNS + 1);
+        let text = format!("{fits}\n{wide}\n\n{long}\n// short\n");
+        assert_eq!(
+            long_lines("src/tools/a.rs", &text),
+            [format!("src/tools/a.rs:4: line longer than {MAX_COLUMNS} columns (101)")]
+        );
+        assert!(long_lines("b.rs", "").is_empty());
+    }
+
+    #[test]
+    fn our_tools_have_no_long_lines() {
+        // This crate is `src/tools/offload-x` of the project.
+        let project = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+        let files = project_rust_files(&project);
+        assert!(files.iter().any(|f| f.ends_with("src/tools/cargo-offload/src/main.rs")));
+        assert!(files.iter().any(|f| f.ends_with("src/tools/offload-x/tidy/main.rs")));
+        let long: Vec<String> = files
+            .iter()
+            .flat_map(|f| long_lines(&f.display().to_string(), &fs::read_to_string(f).unwrap()))
+            .collect();
+        assert!(long.is_empty(), "{}", long.join("\n"));
+    }
+
+    #[test]
     fn colours_are_stripped() {
         assert_eq!(strip_ansi("\u{1b}[0m\u{1b}[31mtidy [style]\u{1b}[0m: x"), "tidy [style]: x");
     }
@@ -234,7 +418,8 @@ mod tests {
     fn report_lines_of_our_files_only() {
         let tree = Path::new("/c/tree");
         let report = "tidy [style (compiler)]: /c/tree/compiler/a/src/x.rs:3: trailing whitespace\n\
-                      tidy [style (compiler)]: /c/tree/compiler/a/src/xy.rs:3: trailing whitespace\n\
+                      tidy [style (compiler)]: /c/tree/compiler/a/src/xy.rs:3: trailing \
+                      whitespace\n\
                       tidy [edition (compiler)]: /c/tree/compiler/a/Cargo.toml doesn't have \
                       `edition = \"2021\"` or `edition = \"2024\"` on a separate line\n\
                       tidy [edition (compiler)]: /c/tree/compiler/a/Cargo.toml.orig doesn't\n\

@@ -35,24 +35,33 @@ pub fn ensure(cache: &Cache) -> Result<()> {
         fs::remove_dir_all(&tmp).map_err(|e| io(e, &tmp))?;
     }
     if cache.sysroot().exists() {
-        say(STEP, format!("{} has no completion stamp: making it again", cache.sysroot().display()));
+        say(
+            STEP,
+            format!("{} has no completion stamp: making it again", cache.sysroot().display()),
+        );
         fs::remove_dir_all(cache.sysroot()).map_err(|e| io(e, &cache.sysroot()))?;
     }
     if Command::new("debootstrap").arg("--version").output().is_err() {
         let timer = Timer::start(STEP, "installing debootstrap with apt-get");
         run_inherited(STEP, Command::new("apt-get").args(["install", "-y", "-q", "debootstrap"]))
             .map_err(|f| Failure {
-                step: STEP,
-                message: format!("{}; install debootstrap by hand and rerun", f.message),
-            })?;
+            step: STEP,
+            message: format!("{}; install debootstrap by hand and rerun", f.message),
+        })?;
         timer.done();
     }
     let Some(mirror) = apt_mirrors(Path::new("/etc/apt")).into_iter().next() else {
-        return fail(STEP, "no Debian mirror in /etc/apt/sources.list{,.d}: cannot run debootstrap");
+        return fail(
+            STEP,
+            "no Debian mirror in /etc/apt/sources.list{,.d}: cannot run debootstrap",
+        );
     };
     let timer = Timer::start(
         STEP,
-        format!("debootstrap {SYSROOT_SUITE} with LLVM 22 into {} (about 2 minutes)", tmp.display()),
+        format!(
+            "debootstrap {SYSROOT_SUITE} with LLVM 22 into {} (about 2 minutes)",
+            tmp.display()
+        ),
     );
     run_inherited(
         STEP,
@@ -68,7 +77,8 @@ pub fn ensure(cache: &Cache) -> Result<()> {
         message: format!("{}; check the network to the package registry and rerun", f.message),
     })?;
     fs::rename(&tmp, cache.sysroot()).map_err(|e| io(e, &tmp))?;
-    fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n")).map_err(|e| io(e, &cache.sysroot_stamp()))?;
+    fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n"))
+        .map_err(|e| io(e, &cache.sysroot_stamp()))?;
     timer.done();
     Ok(())
 }
@@ -103,8 +113,10 @@ fn install_missing(cache: &Cache, stamp: &str) -> Result<()> {
             ),
         );
     }
-    fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n"))
-        .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", cache.sysroot_stamp().display()) })?;
+    fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n")).map_err(|e| Failure {
+        step: STEP,
+        message: format!("{}: {e}", cache.sysroot_stamp().display()),
+    })?;
     timer.done();
     Ok(())
 }

@@ -100,7 +100,10 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     }
     timer.done();
 
-    let timer = Timer::start(STEP, "debian/rules preparation (Cargo.lock aside, vendored checksums pruned)");
+    let timer = Timer::start(
+        STEP,
+        "debian/rules preparation (Cargo.lock aside, vendored checksums pruned)",
+    );
     for ws in RUSTC_WORKSPACES {
         let lock = src.join(ws).join("Cargo.lock");
         if lock.exists() {
@@ -125,7 +128,16 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     let _ = fs::remove_dir_all(&tmp);
 
     let timer = Timer::start(STEP, "recording the base commit (about 40 s)");
-    run_captured(STEP, Command::new("git").arg("init").arg("-q").arg("-b").arg(BASE_BRANCH).arg("--bare").arg(cache.tree_git()))?;
+    run_captured(
+        STEP,
+        Command::new("git")
+            .arg("init")
+            .arg("-q")
+            .arg("-b")
+            .arg(BASE_BRANCH)
+            .arg("--bare")
+            .arg(cache.tree_git()),
+    )?;
     run_captured(STEP, git(cache).args(["config", "core.bare", "false"]))?;
     run_captured(STEP, git(cache).args(["add", "-A"]))?;
     run_captured(
@@ -138,7 +150,8 @@ pub fn ensure(cache: &Cache) -> Result<()> {
             "commit",
             "-q",
             "-m",
-            "upstream: rustc 1.95.0+dfsg1-2 with Debian's patch series and debian/rules preparation",
+            "upstream: rustc 1.95.0+dfsg1-2 with Debian's patch series and debian/rules \
+             preparation",
         ]),
     )?;
     timer.done();

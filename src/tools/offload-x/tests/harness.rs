@@ -18,7 +18,8 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 /// A fresh scratch folder under the system's temp dir.
 fn scratch(name: &str) -> PathBuf {
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let dir = std::env::temp_dir().join(format!("offload-x-test-{}-{name}-{n}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("offload-x-test-{}-{name}-{n}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     dir
@@ -37,7 +38,11 @@ fn setup(name: &str) -> (PathBuf, Cache) {
     write(&tree.join("x.py"), "# upstream's x.py\n");
     write(&tree.join("compiler/a.rs"), "fn a() {\n    one();\n}\n");
     write(&tree.join("compiler/b.rs"), "fn b() {\n    two();\n}\n");
-    let ok = Command::new("git").args(["init", "-q", "--bare", "-b", BASE_BRANCH]).arg(cache.tree_git()).status().unwrap();
+    let ok = Command::new("git")
+        .args(["init", "-q", "--bare", "-b", BASE_BRANCH])
+        .arg(cache.tree_git())
+        .status()
+        .unwrap();
     assert!(ok.success());
     for args in [
         &["config", "core.bare", "false"][..],
@@ -76,9 +81,18 @@ fn materialize_applies_patches_and_new_files() {
     write(&project.join("compiler/rustc_offload/src/lib.rs"), "// ours\n");
     let report = materialize::materialize(&project, &cache, &[]).unwrap();
     assert_eq!(report.written, vec!["compiler/a.rs", "compiler/rustc_offload/src/lib.rs"]);
-    assert_eq!(fs::read_to_string(cache.tree().join("compiler/a.rs")).unwrap(), "fn a() {\n    uno();\n}\n");
-    assert_eq!(fs::read_to_string(cache.tree().join("compiler/rustc_offload/src/lib.rs")).unwrap(), "// ours\n");
-    assert_eq!(fs::read_to_string(cache.tree().join("compiler/b.rs")).unwrap(), "fn b() {\n    two();\n}\n");
+    assert_eq!(
+        fs::read_to_string(cache.tree().join("compiler/a.rs")).unwrap(),
+        "fn a() {\n    uno();\n}\n"
+    );
+    assert_eq!(
+        fs::read_to_string(cache.tree().join("compiler/rustc_offload/src/lib.rs")).unwrap(),
+        "// ours\n"
+    );
+    assert_eq!(
+        fs::read_to_string(cache.tree().join("compiler/b.rs")).unwrap(),
+        "fn b() {\n    two();\n}\n"
+    );
 }
 
 #[test]
@@ -90,7 +104,9 @@ fn materializing_an_unchanged_project_touches_no_file() {
     let files = ["compiler/a.rs", "compiler/b.rs", "tests/ui/offload-fork/t.rs", "bootstrap.toml"];
     let before: Vec<SystemTime> = files.iter().map(|f| mtime(&cache.tree().join(f))).collect();
     std::thread::sleep(Duration::from_millis(20));
-    let report = materialize::materialize(&project, &cache, &[("bootstrap.toml", b"x = 1\n".to_vec())]).unwrap();
+    let report =
+        materialize::materialize(&project, &cache, &[("bootstrap.toml", b"x = 1\n".to_vec())])
+            .unwrap();
     assert!(report.written.is_empty() && report.removed.is_empty(), "{report:?}");
     let after: Vec<SystemTime> = files.iter().map(|f| mtime(&cache.tree().join(f))).collect();
     assert_eq!(before, after);
@@ -118,7 +134,10 @@ fn a_removed_patch_or_file_is_restored_to_upstream() {
     let report = materialize::materialize(&project, &cache, &[]).unwrap();
     assert_eq!(report.written, vec!["compiler/a.rs"]);
     assert_eq!(report.removed, vec!["compiler/new.rs"]);
-    assert_eq!(fs::read_to_string(cache.tree().join("compiler/a.rs")).unwrap(), "fn a() {\n    one();\n}\n");
+    assert_eq!(
+        fs::read_to_string(cache.tree().join("compiler/a.rs")).unwrap(),
+        "fn a() {\n    one();\n}\n"
+    );
     assert!(!cache.tree().join("compiler/new.rs").exists());
 }
 
@@ -132,7 +151,10 @@ fn a_patch_that_no_longer_applies_is_reported_with_its_file() {
     assert!(err.message.contains("0007-compiler-stale.patch"), "{err}");
     assert!(err.message.contains("does not apply"), "{err}");
     // Nothing was written half-way.
-    assert_eq!(fs::read_to_string(cache.tree().join("compiler/a.rs")).unwrap(), "fn a() {\n    one();\n}\n");
+    assert_eq!(
+        fs::read_to_string(cache.tree().join("compiler/a.rs")).unwrap(),
+        "fn a() {\n    one();\n}\n"
+    );
 }
 
 #[test]
@@ -189,9 +211,15 @@ fn a_prefix_is_checked_by_what_its_patch_touches() {
     let path = |rel| series::check_path(rel);
     // A compiler file: every compiler crate, so that the crates that depend on it are checked.
     assert_eq!(path("compiler/rustc_middle/src/ty/mod.rs").as_deref(), Some("compiler"));
-    assert_eq!(path("compiler/rustc_llvm/llvm-wrapper/RustWrapper.cpp").as_deref(), Some("compiler"));
+    assert_eq!(
+        path("compiler/rustc_llvm/llvm-wrapper/RustWrapper.cpp").as_deref(),
+        Some("compiler")
+    );
     assert_eq!(path("compiler/rustc/Cargo.toml").as_deref(), Some("compiler"));
-    assert_eq!(path("src/bootstrap/src/core/build_steps/llvm.rs").as_deref(), Some("src/bootstrap"));
+    assert_eq!(
+        path("src/bootstrap/src/core/build_steps/llvm.rs").as_deref(),
+        Some("src/bootstrap")
+    );
     assert_eq!(path("src/librustdoc/lib.rs").as_deref(), Some("src/librustdoc"));
     assert_eq!(path("tests/ui/offload-manifest/x.rs"), None);
 }
@@ -202,19 +230,29 @@ fn an_unfilled_patch_header_is_refused() {
     write(&cache.tree().join("compiler/b.rs"), "fn b() {\n    zwei();\n}\n");
     materialize::export(&project, &cache, true, Some("0001-compiler-b")).unwrap();
     let err = series::build(&project, &cache).unwrap_err();
-    assert!(err.message.contains("0001-compiler-b.patch: its `Description:` field is still the placeholder"), "{err}");
+    assert!(
+        err.message
+            .contains("0001-compiler-b.patch: its `Description:` field is still the placeholder"),
+        "{err}"
+    );
     let path = project.join("src/patches/0001-compiler-b.patch");
     let filled = fs::read_to_string(&path)
         .unwrap()
         .replace("<what this patch changes, and why>", "compiler: rename two")
-        .replace("Forwarded: <not-needed | not-yet | could be forwarded (why) | partly (what)>", "Forwarded: not-needed");
+        .replace(
+            "Forwarded: <not-needed | not-yet | could be forwarded (why) | partly (what)>",
+            "Forwarded: not-needed",
+        );
     fs::write(&path, &filled).unwrap();
     let err = series::build(&project, &cache).unwrap_err();
     assert!(err.message.contains("its `Last-Update:` field is still the placeholder"), "{err}");
     fs::write(&path, filled.replace("<YYYY-MM-DD>", "2026-12-01")).unwrap();
     assert_eq!(series::build(&project, &cache).unwrap().len(), 1);
     // A description may name placeholders of its own, like `-Zoffload=Device=<manifest>`.
-    assert_eq!(materialize::header_problem("Description: x=<manifest>\nForwarded: no\nLast-Update: 1\n"), None);
+    assert_eq!(
+        materialize::header_problem("Description: x=<manifest>\nForwarded: no\nLast-Update: 1\n"),
+        None
+    );
 }
 
 #[test]
@@ -253,7 +291,10 @@ fn every_new_compiler_file_belongs_to_one_patch() {
     };
     // The file arrives with the patch that names it, not before.
     assert_eq!(show(&format!("{}:compiler/c.rs", commits[0].commit)), None);
-    assert_eq!(show(&format!("{}:compiler/c.rs", commits[1].commit)).as_deref(), Some("fn c() {}\n"));
+    assert_eq!(
+        show(&format!("{}:compiler/c.rs", commits[1].commit)).as_deref(),
+        Some("fn c() {}\n")
+    );
     assert_eq!(
         show(&format!("{}:compiler/a.rs", series::SERIES_BRANCH)).as_deref(),
         Some("fn a() {\n    uno();\n    dos();\n}\n")
@@ -267,10 +308,16 @@ fn every_new_compiler_file_belongs_to_one_patch() {
     let patches = materialize::patches(&project).unwrap();
     assert_eq!(
         materialize::new_file_drift(&project, &patches).unwrap(),
-        vec![Drift::NewFileMissing(project.join("src/patches/0002-a-again.patch"), "compiler/c.rs".into())]
+        vec![Drift::NewFileMissing(
+            project.join("src/patches/0002-a-again.patch"),
+            "compiler/c.rs".into()
+        )]
     );
     let err = series::build(&project, &cache).unwrap_err();
-    assert!(err.message.contains("names the new file compiler/c.rs, which the project lacks"), "{err}");
+    assert!(
+        err.message.contains("names the new file compiler/c.rs, which the project lacks"),
+        "{err}"
+    );
     write(&project.join("compiler/c.rs"), "fn c() {}\n");
     let twice = PATCH_A.replacen("---\n", "New-Files: compiler/c.rs\n---\n", 1);
     write(&project.join("src/patches/0001-a.patch"), &twice);
@@ -283,17 +330,30 @@ fn export_needs_only_the_earlier_patches_of_a_shared_file_to_apply() {
     let (project, cache) = setup("moved-hunk");
     write(&project.join("src/patches/0001-a.patch"), PATCH_A);
     write(&project.join("src/patches/0002-a-again.patch"), PATCH_A2);
-    write(&project.join("src/patches/0003-b.patch"), &PATCH_A.replace("a.rs", "b.rs").replace("fn a()", "fn b()").replace("one", "two").replace("uno", "zwei"));
+    write(
+        &project.join("src/patches/0003-b.patch"),
+        &PATCH_A
+            .replace("a.rs", "b.rs")
+            .replace("fn a()", "fn b()")
+            .replace("one", "two")
+            .replace("uno", "zwei"),
+    );
     materialize::materialize(&project, &cache, &[]).unwrap();
     materialize::export(&project, &cache, true, None).unwrap();
     // 0002's hunk, moved by hand into 0001: 0002 no longer applies, and export says what is
     // left of it (nothing) instead of refusing the series; nothing is written.
-    let moved = PATCH_A.replace("+    uno();\n", "+    uno();\n+    dos();\n").replace("@@ -1,3 +1,3 @@", "@@ -1,3 +1,4 @@");
+    let moved = PATCH_A
+        .replace("+    uno();\n", "+    uno();\n+    dos();\n")
+        .replace("@@ -1,3 +1,3 @@", "@@ -1,3 +1,4 @@");
     write(&project.join("src/patches/0001-a.patch"), &moved);
     let before = fs::read_to_string(project.join("src/patches/0003-b.patch")).unwrap();
     let err = materialize::export(&project, &cache, true, None).unwrap_err();
     assert!(err.message.contains("0002-a-again.patch would be empty"), "{err}");
-    assert_eq!(fs::read_to_string(project.join("src/patches/0001-a.patch")).unwrap(), moved, "nothing written");
+    assert_eq!(
+        fs::read_to_string(project.join("src/patches/0001-a.patch")).unwrap(),
+        moved,
+        "nothing written"
+    );
     assert_eq!(fs::read_to_string(project.join("src/patches/0003-b.patch")).unwrap(), before);
     // With 0002 deleted, the series is whole again and the tree agrees with it.
     fs::remove_file(project.join("src/patches/0002-a-again.patch")).unwrap();
@@ -324,7 +384,11 @@ fn export_round_trips_tree_edits_into_the_project() {
     let patch = fs::read_to_string(project.join("src/patches/0001-compiler-rename.patch")).unwrap();
     assert!(patch.starts_with("Description: rename one\n"), "header kept: {patch}");
     assert!(patch.contains("+    dos();"));
-    assert!(fs::read_to_string(project.join("src/patches/0002-compiler-b.patch")).unwrap().contains("+    zwei();"));
+    assert!(
+        fs::read_to_string(project.join("src/patches/0002-compiler-b.patch"))
+            .unwrap()
+            .contains("+    zwei();")
+    );
     assert_eq!(fs::read_to_string(project.join("tests/ui/new.rs")).unwrap(), "// new test\n");
 
     // The exported project materializes to the very same tree, and check is clean.
@@ -364,10 +428,15 @@ fn mirrors_come_from_the_apt_configuration() {
     let etc = scratch("apt");
     write(
         &etc.join("sources.list.d/debian.sources"),
-        "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\nComponents: main\n\n\
-         Types: deb\nURIs: http://mirror.invalid/debian-security\nSuites: bookworm-security\nComponents: main\n",
+        "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\n\
+         Components: main\n\n\
+         Types: deb\nURIs: http://mirror.invalid/debian-security\nSuites: bookworm-security\n\
+         Components: main\n",
     );
-    write(&etc.join("sources.list"), "# comment\ndeb [arch=amd64] http://other.invalid/debian trixie main\n");
+    write(
+        &etc.join("sources.list"),
+        "# comment\ndeb [arch=amd64] http://other.invalid/debian trixie main\n",
+    );
     assert_eq!(
         fetch::apt_mirrors(&etc),
         vec!["http://other.invalid/debian".to_string(), "http://mirror.invalid/debian".to_string()]

@@ -1,0 +1,192 @@
+//! The command line of `cargo offload`: its usage text, the `--offload-arch` values ([`Arch`])
+//! and the split of the arguments into archs, cargo's arguments and the program's
+//! ([`parse_args`]).
+
+use crate::util::{Failure, Result};
+
+/// The usage text: `--help` prints it, a usage error follows its message with it.
+pub(crate) const USAGE: &str = "\
+usage: cargo offload <build|run|test> --offload-arch=ARCH[,ARCH...] [--build-std] [cargo args]
+       [-- program args]
+
+ARCH: host (LLVM offload's CPU device: this machine's CPU), gfxNNN (AMD GPUs, amdgcn-amd-amdhsa),
+      sm_NN (NVIDIA GPUs, nvptx64-nvidia-cuda); several archs give one program with an image each
+--build-std: build `core` from source for each device pass (-Zbuild-std=core) instead of taking
+      the toolchain's (CARGO_OFFLOAD_DEVICE_SYSROOT)
+
+environment: CARGO_OFFLOAD_DEVICE_SYSROOT (the toolchain's `core` for each device target, with
+the MIR of every function; unset: --build-std), CARGO_OFFLOAD_LLVM_BIN (default
+/usr/lib/llvm-22/bin), CARGO_OFFLOAD_RUNTIME_LIB (default /usr/lib/llvm-22/lib),
+CARGO_OFFLOAD_CUDA_BIN (ptxas and nvlink; default: PATH)
+";
+
+/// One `--offload-arch` value.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Arch {
+    /// As the user wrote it: `host`, `gfx90a`, `sm_90`.
+    pub(crate) name: String,
+    /// The rustc target of its device pass.
+    pub(crate) target: String,
+    /// `-Ctarget-cpu` of the device pass, `None` for the CPU device.
+    pub(crate) cpu: Option<String>,
+}
+
+impl Arch {
+    /// Parses one arch; `host` is the CPU device of `host_triple`.
+    pub(crate) fn parse(name: &str, host_triple: &str) -> Result<Arch> {
+        let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
+        let (target, cpu) = if name == "host" {
+            (host_triple.to_string(), None)
+        } else if name.starts_with("gfx") && digits(&name[3..]) {
+            ("amdgcn-amd-amdhsa".to_string(), Some(name.to_string()))
+        } else if name.starts_with("sm_")
+            && name[3..].chars().all(|c| c.is_ascii_digit())
+            && name.len() > 3
+        {
+            ("nvptx64-nvidia-cuda".to_string(), Some(name.to_string()))
+        } else {
+            return Err(Failure(
+                format!(
+                    "unknown offload arch `{name}`: expected `host` (the CPU device), `gfxNNN` \
+                     (an AMD GPU, e.g. gfx90a) or `sm_NN` (an NVIDIA GPU, e.g. sm_90)"
+                ),
+                2,
+            ));
+        };
+        Ok(Arch { name: name.to_string(), target, cpu })
+    }
+}
+
+/// The command line of `cargo offload`.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Invocation {
+    /// `build`, `run` or `test`.
+    pub(crate) verb: String,
+    /// The `--offload-arch` values, as given.
+    pub(crate) archs: Vec<String>,
+    /// Everything else before `--`, given to every cargo pass that builds the user's crates.
+    pub(crate) cargo_args: Vec<String>,
+    /// After `--`: the program's arguments (`run`, `test`).
+    pub(crate) program_args: Vec<String>,
+    /// `--build-std`: build `core` from source for each device pass instead of taking the
+    /// toolchain's.
+    pub(crate) build_std: bool,
+}
+
+/// Parses `args` (after `cargo offload`).
+pub(crate) fn parse_args(args: &[String]) -> Result<Invocation> {
+    let usage = |m: &str| Err(Failure(format!("{m}\n{USAGE}"), 2));
+    let Some(verb) = args.first() else { return usage("no command given") };
+    if !matches!(verb.as_str(), "build" | "run" | "test") {
+        return usage(&format!("unknown command `{verb}`"));
+    }
+    let mut archs = Vec::new();
+    let mut cargo_args = Vec::new();
+    let mut program_args = Vec::new();
+    let mut build_std = false;
+    let mut rest = args[1..].iter();
+    while let Some(arg) = rest.next() {
+        if arg == "--" {
+            program_args.extend(rest.by_ref().cloned());
+            break;
+        }
+        if arg == "--build-std" {
+            build_std = true;
+            continue;
+        }
+        let value = if let Some(v) = arg.strip_prefix("--offload-arch=") {
+            Some(v.to_string())
+        } else if arg == "--offload-arch" {
+            match rest.next() {
+                Some(v) => Some(v.clone()),
+                None => return usage("`--offload-arch` needs a value"),
+            }
+        } else {
+            None
+        };
+        match value {
+            Some(v) => archs.extend(v.split(',').filter(|a| !a.is_empty()).map(str::to_string)),
+            None => {
+                if arg == "--target" || arg.starts_with("--target=") {
+                    return usage(
+                        "`--target` comes from `--offload-arch`; cargo offload builds the host \
+                         for this machine",
+                    );
+                }
+                cargo_args.push(arg.clone())
+            }
+        }
+    }
+    if archs.is_empty() {
+        return usage("no `--offload-arch` given");
+    }
+    Ok(Invocation { verb: verb.clone(), archs, cargo_args, program_args, build_std })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::strings;
+
+    #[test]
+    fn archs_map_to_targets() {
+        let host = "x86_64-unknown-linux-gnu";
+        assert_eq!(Arch::parse("host", host).ok().unwrap().target, host);
+        let gfx = Arch::parse("gfx90a", host).ok().unwrap();
+        assert_eq!(
+            (gfx.target.as_str(), gfx.cpu.as_deref()),
+            ("amdgcn-amd-amdhsa", Some("gfx90a"))
+        );
+        let sm = Arch::parse("sm_90", host).ok().unwrap();
+        assert_eq!((sm.target.as_str(), sm.cpu.as_deref()), ("nvptx64-nvidia-cuda", Some("sm_90")));
+        for bad in ["sm_", "sm_9a", "gfx", "x86-64", "cuda"] {
+            let Err(Failure(message, 2)) = Arch::parse(bad, host) else { panic!("{bad} accepted") };
+            assert!(message.contains(&format!("unknown offload arch `{bad}`")), "{message}");
+        }
+    }
+
+    #[test]
+    fn arguments_split_into_archs_cargo_and_program() {
+        let inv = parse_args(&strings(&[
+            "run",
+            "--release",
+            "--offload-arch=host,sm_90",
+            "--offload-arch",
+            "gfx90a",
+            "--",
+            "-n",
+            "3",
+        ]))
+        .ok()
+        .unwrap();
+        assert_eq!(inv.verb, "run");
+        assert_eq!(inv.archs, strings(&["host", "sm_90", "gfx90a"]));
+        assert_eq!(inv.cargo_args, strings(&["--release"]));
+        assert_eq!(inv.program_args, strings(&["-n", "3"]));
+        assert!(!inv.build_std);
+        let inv = parse_args(&strings(&[
+            "build",
+            "--build-std",
+            "--offload-arch=sm_90",
+            "--",
+            "--build-std",
+        ]))
+        .ok()
+        .unwrap();
+        assert!(inv.build_std);
+        assert_eq!(inv.cargo_args, Vec::<String>::new());
+        assert_eq!(inv.program_args, strings(&["--build-std"]));
+        assert!(matches!(
+            parse_args(&strings(&["build"])),
+            Err(Failure(m, 2)) if m.contains("no `--offload-arch`")
+        ));
+        assert!(matches!(
+            parse_args(&strings(&["publish", "--offload-arch=host"])),
+            Err(Failure(m, 2)) if m.contains("unknown command")
+        ));
+        assert!(matches!(
+            parse_args(&strings(&["build", "--offload-arch=host", "--target", "x"])),
+            Err(Failure(m, 2)) if m.contains("`--target` comes from `--offload-arch`")
+        ));
+    }
+}

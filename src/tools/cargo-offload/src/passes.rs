@@ -1,0 +1,377 @@
+//! Running the cargo passes: each pass as one cargo command with its own target folder under
+//! `<target dir>/offload/` and its progress lines, and [`run`], which drives them in order
+//! (host metadata pass, one device pass per arch, registration, host pass) and then runs the
+//! programs that `run` and `test` built.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::args::{Arch, Invocation};
+use crate::image_crate::{
+    DEVICE_CFG, DeviceCore, device_core, library_features, write_image_crate,
+};
+use crate::manifests::{merge_manifests, root_manifests};
+use crate::registration::wrap_images;
+use crate::util::{
+    Failure, Result, copy_if_changed, fail, forget_other_compilers_output, run_program,
+};
+use crate::vendor::{device_binary, runtime_lib_dir};
+use crate::workspace::{Workspace, host_triple, profile_dir, workspace};
+use crate::wrapper::WRAP_VAR;
+
+/// Prints one progress line for a pass: `[cargo offload] <what> (<seconds> s)`.
+fn progress(what: &str, start: Instant) {
+    eprintln!("[cargo offload] {what} ({:.1} s)", start.elapsed().as_secs_f64());
+}
+
+/// Runs a cargo pass; its JSON messages are read for the artifacts, diagnostics are shown as
+/// rendered. Returns the `compiler-artifact` messages.
+fn cargo_pass(what: &str, mut cmd: Command, json: bool) -> Result<Vec<Value>> {
+    let start = Instant::now();
+    eprintln!("[cargo offload] {what}");
+    let mut artifacts = Vec::new();
+    let status = if json {
+        cmd.arg("--message-format=json-diagnostic-rendered-ansi").stdout(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| Failure(format!("cannot run cargo: {e}"), 1))?;
+        for line in BufReader::new(child.stdout.take().unwrap()).lines().map_while(|l| l.ok()) {
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                println!("{line}");
+                continue;
+            };
+            match message["reason"].as_str() {
+                Some("compiler-message") => {
+                    // Every crate writes the manifest of its graph, and a library whose kernels
+                    // other crates launch writes an empty one, about which rustc warns; only
+                    // the merged manifest matters here, and an empty one gets its own note.
+                    let text = message["message"]["message"].as_str().unwrap_or("");
+                    if text.starts_with("the offload manifest `")
+                        && text.contains("` lists no kernels: neither")
+                    {
+                        continue;
+                    }
+                    if let Some(rendered) = message["message"]["rendered"].as_str() {
+                        eprint!("{rendered}");
+                    }
+                }
+                Some("compiler-artifact") => artifacts.push(message),
+                _ => {}
+            }
+        }
+        child.wait().map_err(|e| Failure(format!("cargo did not finish: {e}"), 1))?
+    } else {
+        cmd.status().map_err(|e| Failure(format!("cannot run cargo: {e}"), 1))?
+    };
+    if !status.success() {
+        let code = status.code().unwrap_or(1).clamp(1, 255) as u8;
+        return Err(Failure(format!("{what} failed (cargo's messages are above)"), code));
+    }
+    progress(&format!("{what}: done"), start);
+    Ok(artifacts)
+}
+
+/// A cargo command for a pass, with the environment of the caller minus what would leak
+/// between passes.
+fn cargo_command(cargo: &OsString, verb: &str) -> Command {
+    let mut cmd = Command::new(cargo);
+    cmd.arg(verb)
+        .env_remove("RUSTC_WRAPPER")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET");
+    cmd
+}
+
+/// Builds what `inv` asks for: the host metadata pass, then, if any kernel is launched, one
+/// device pass per arch and the registration of their images, then the host pass; `run` and
+/// `test` then run the programs.
+pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
+    let build = Build::new(inv)?;
+    let (manifest, kernels, features) = build.host_metadata_pass()?;
+    let images_dir = build.dir.join("images");
+    fs::create_dir_all(&images_dir)
+        .map_err(|e| Failure(format!("cannot create {}: {e}", images_dir.display()), 1))?;
+    let mut host_rustflags = format!("{} {}", build.user_rustflags, build.check_cfg);
+    if kernels > 0 {
+        host_rustflags.push_str(&build.device_images(&manifest, &features, &images_dir)?);
+    } else {
+        eprintln!("[cargo offload] no kernel launches: the program gets no device image");
+    }
+    let artifacts = build.host_pass(&host_rustflags)?;
+    let programs = build.products(&artifacts, kernels > 0, &images_dir);
+    run_programs(inv, &programs)
+}
+
+/// What the passes of one `cargo offload` run share.
+struct Build<'a> {
+    inv: &'a Invocation,
+    /// The cargo that runs every pass (`CARGO`, as cargo sets it for its subcommands).
+    cargo: OsString,
+    /// The host's target triple.
+    host: String,
+    archs: Vec<Arch>,
+    ws: Workspace,
+    /// `<target dir>/offload`: the target folders of the passes and what they share.
+    dir: PathBuf,
+    /// The manifests of the host metadata pass, one per crate.
+    manifests: PathBuf,
+    /// The profile folder (`debug`, `release`, ...) of the user's cargo args.
+    profile: String,
+    /// The user's `RUSTFLAGS`, which the host passes keep.
+    user_rustflags: String,
+    /// `--check-cfg` of [`DEVICE_CFG`], so that a crate may test it without a warning.
+    check_cfg: String,
+}
+
+impl<'a> Build<'a> {
+    /// Reads the toolchain and the workspace, forgets another compiler's output and makes the
+    /// manifests' folder.
+    fn new(inv: &'a Invocation) -> Result<Build<'a>> {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let host = host_triple()?;
+        let archs = inv.archs.iter().map(|a| Arch::parse(a, &host)).collect::<Result<Vec<_>>>()?;
+        let ws = workspace(&cargo, &inv.cargo_args)?;
+        let dir = ws.target_dir.join("offload");
+        forget_other_compilers_output(&dir)?;
+        let manifests = dir.join("manifests");
+        fs::create_dir_all(&manifests)
+            .map_err(|e| Failure(format!("cannot create {}: {e}", manifests.display()), 1))?;
+        Ok(Build {
+            inv,
+            cargo,
+            host,
+            archs,
+            ws,
+            dir,
+            manifests,
+            profile: profile_dir(&inv.cargo_args),
+            user_rustflags: std::env::var("RUSTFLAGS").unwrap_or_default(),
+            check_cfg: format!("--check-cfg=cfg({DEVICE_CFG})"),
+        })
+    }
+
+    /// 1. The host metadata pass, with `cargo-offload` as `RUSTC_WRAPPER`; returns the merged
+    /// manifest of the root crates, its number of kernel instances and the features of the
+    /// workspace libraries ([`library_features`]).
+    fn host_metadata_pass(&self) -> Result<(Value, usize, BTreeMap<String, BTreeSet<String>>)> {
+        let (inv, host) = (self.inv, &self.host);
+        let mut check = cargo_command(&self.cargo, "check");
+        check
+            .args(&inv.cargo_args)
+            .args(if inv.verb == "test" { &["--tests"][..] } else { &[] })
+            .args(["--target", host, "--target-dir"])
+            .arg(self.dir.join("host-metadata"))
+            .env("RUSTC_WRAPPER", std::env::current_exe().map_err(|e| Failure(format!("{e}"), 1))?)
+            .env(WRAP_VAR, &self.manifests)
+            .env("RUSTFLAGS", format!("{} {}", self.user_rustflags, self.check_cfg));
+        let artifacts = cargo_pass(&format!("host metadata pass ({host})"), check, true)?;
+        let roots = root_manifests(&artifacts, &self.ws, &self.manifests);
+        let manifest = merge_manifests(&roots)?;
+        let kernels = manifest["kernels"].as_array().map(Vec::len).unwrap_or(0);
+        eprintln!(
+            "[cargo offload] {kernels} kernel instance{} in the manifests of {} root crate{}",
+            if kernels == 1 { "" } else { "s" },
+            roots.len(),
+            if roots.len() == 1 { "" } else { "s" }
+        );
+        Ok((manifest, kernels, library_features(&artifacts, &self.ws)))
+    }
+
+    /// 2. The image crate, one device pass per arch and the registration of their images;
+    /// returns the flags that the host pass adds to its `RUSTFLAGS`.
+    fn device_images(
+        &self,
+        manifest: &Value,
+        features: &BTreeMap<String, BTreeSet<String>>,
+        images_dir: &Path,
+    ) -> Result<String> {
+        let image_crate = write_image_crate(&self.dir, &self.ws, manifest, features)?;
+        let mut packaged = Vec::new();
+        for arch in &self.archs {
+            packaged.push(self.device_pass(arch, &image_crate, images_dir)?);
+        }
+        self.register(images_dir, &packaged)
+    }
+
+    /// The device pass of `arch`: builds the image crate for its target, then its image with
+    /// the vendor tools. Returns the pass's image (`host.out`) and the packaged image.
+    fn device_pass(
+        &self,
+        arch: &Arch,
+        image_crate: &Path,
+        images_dir: &Path,
+    ) -> Result<(PathBuf, PathBuf)> {
+        let mut flags = vec!["-Zunstable-options".to_string()];
+        flags.push(format!("-Zoffload=Device={}", image_crate.join("manifest.json").display()));
+        flags.push(format!("--cfg={DEVICE_CFG}"));
+        flags.push(self.check_cfg.clone());
+        if let Some(cpu) = &arch.cpu {
+            flags.push(format!("-Ctarget-cpu={cpu}"));
+        }
+        let core = device_core(arch, self.inv.build_std)?;
+        if let DeviceCore::Toolchain(sysroot) = &core {
+            flags.push("--sysroot".to_string());
+            flags.push(sysroot.display().to_string());
+        }
+        let profile = &self.profile;
+        let target_dir = self.dir.join(format!("device-{}", arch.name));
+        let mut build = cargo_command(&self.cargo, "build");
+        build
+            .arg("--manifest-path")
+            .arg(image_crate.join("Cargo.toml"))
+            .args(if profile == "release" { &["--release"][..] } else { &[] })
+            .args(if core == DeviceCore::BuildStd { &["-Zbuild-std=core"][..] } else { &[] })
+            .args(["--target", &arch.target, "--target-dir"])
+            .arg(&target_dir)
+            .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"));
+        let what = format!("device pass {} ({}, {})", arch.name, arch.target, core.describe());
+        cargo_pass(&what, build, false)?;
+        let image = target_dir.join(&arch.target).join(profile).join("deps/host.out");
+        if !image.is_file() {
+            return fail(format!(
+                "the device pass for `{}` wrote no image ({} is missing)",
+                arch.name,
+                image.display()
+            ));
+        }
+        let start = Instant::now();
+        let (binary, summary) = device_binary(images_dir, arch, &image, profile == "release")?;
+        progress(&format!("image {}: {summary}", arch.name), start);
+        Ok((image, binary))
+    }
+
+    /// 3. The registration object of the `packaged` images, and the image the host pass names;
+    /// when the registration changed, the packages that link it are cleaned. Returns the flags
+    /// that the host pass adds to its `RUSTFLAGS`.
+    fn register(&self, images_dir: &Path, packaged: &[(PathBuf, PathBuf)]) -> Result<String> {
+        let start = Instant::now();
+        let registration = images_dir.join("offload-registration.o");
+        let changed = wrap_images(images_dir, &self.host, packaged, &registration)?;
+        let images = if packaged.len() == 1 { "" } else { "s" };
+        progress(
+            &format!(
+                "registration of {} image{images}: {}",
+                packaged.len(),
+                registration.display()
+            ),
+            start,
+        );
+        // The host pass must name an image (`host.out`); the first arch's does.
+        let host_out = images_dir.join("host.out");
+        copy_if_changed(&packaged[0].0, &host_out)?;
+        let runtime = runtime_lib_dir();
+        // The registration calls `atexit`, which glibc keeps in its static part
+        // (`libc_nonshared.a`, named by the `libc.so` linker script): rustc names `-lc` before
+        // the link arguments, so the object needs its own `-lc` after it.
+        let flags = format!(
+            " -Zunstable-options -Zoffload=Host={} -Clto=fat -Cembed-bitcode=yes -Clink-arg={} \
+             -Clink-arg=-L{rt} -Clink-arg=-lomptarget -Clink-arg=-lomp -Clink-arg=-Wl,-rpath,{rt} \
+             -Clink-arg=-lc",
+            host_out.display(),
+            registration.display(),
+            rt = runtime.display(),
+        );
+        if changed && !self.ws.linking_packages.is_empty() {
+            self.clean_linking_packages();
+        }
+        Ok(flags)
+    }
+
+    /// Cargo does not see a link argument's contents: the packages that link programs (or a
+    /// `cdylib`) are rebuilt against the new images; libraries stay as they are.
+    fn clean_linking_packages(&self) {
+        let cargo_args = &self.inv.cargo_args;
+        let mut clean = cargo_command(&self.cargo, "clean");
+        clean.args(["--target", &self.host, "--target-dir"]).arg(self.dir.join("host"));
+        if self.profile == "release" {
+            clean.arg("--release");
+        }
+        if let Some(i) = cargo_args.iter().position(|a| a == "--manifest-path") {
+            clean.args(&cargo_args[i..(i + 2).min(cargo_args.len())]);
+        }
+        for package in &self.ws.linking_packages {
+            clean.args(["-p", package]);
+        }
+        let _ = clean.stdout(Stdio::null()).stderr(Stdio::null()).status();
+    }
+
+    /// 4. The host pass. `run` and `test` build with cargo and run the programs themselves:
+    /// cargo would put the toolchain's library folder on `LD_LIBRARY_PATH`, whose copy of
+    /// `libomp` the runtime would then load a second time beside the program's own. Returns
+    /// the pass's artifacts.
+    fn host_pass(&self, host_rustflags: &str) -> Result<Vec<Value>> {
+        let (inv, host) = (self.inv, &self.host);
+        let mut host_pass =
+            cargo_command(&self.cargo, if inv.verb == "test" { "test" } else { "build" });
+        host_pass
+            .args(&inv.cargo_args)
+            .args(if inv.verb == "test" { &["--no-run"][..] } else { &[] })
+            .args(["--target", host, "--target-dir"])
+            .arg(self.dir.join("host"))
+            .env("RUSTFLAGS", host_rustflags.trim());
+        cargo_pass(&format!("host pass ({host})"), host_pass, true)
+    }
+
+    /// The programs among the host pass's `artifacts` (for `test`, the test harnesses, not the
+    /// examples that `cargo test` builds beside them), each named on one line; a static library
+    /// is named with what to link it with, when there are `images`.
+    fn products(&self, artifacts: &[Value], images: bool, images_dir: &Path) -> Vec<String> {
+        let test = self.inv.verb == "test";
+        let programs: Vec<String> = artifacts
+            .iter()
+            .filter(|a| !test || a["profile"]["test"].as_bool() == Some(true))
+            .filter_map(|a| a["executable"].as_str())
+            .map(str::to_string)
+            .collect();
+        for program in &programs {
+            eprintln!("[cargo offload] built {program}");
+        }
+        // A static library carries no link arguments: whoever links it links the registration.
+        for artifact in artifacts {
+            let kinds = artifact["target"]["kind"].as_array().into_iter().flatten();
+            if kinds.filter_map(Value::as_str).any(|k| k == "staticlib") && images {
+                let files = artifact["filenames"].as_array().into_iter().flatten();
+                for lib in files.filter_map(Value::as_str).filter(|f| f.ends_with(".a")) {
+                    eprintln!(
+                        "[cargo offload] built {lib}: link it with {} -L{rt} -lomptarget -lomp \
+                         -Wl,-rpath,{rt}",
+                        images_dir.join("offload-registration.o").display(),
+                        rt = runtime_lib_dir().display()
+                    );
+                }
+            }
+        }
+        programs
+    }
+}
+
+/// 5. `run` runs the one program the host pass built, `test` every test program (stopping at
+/// the first that fails), `build` nothing.
+fn run_programs(inv: &Invocation, programs: &[String]) -> Result<ExitCode> {
+    match inv.verb.as_str() {
+        "run" => match programs {
+            [program] => run_program(program, &inv.program_args),
+            [] => fail("the host pass built no program to run"),
+            _ => fail(format!(
+                "the host pass built {} programs; pick one with `--bin NAME` or `--example NAME`",
+                programs.len()
+            )),
+        },
+        "test" => {
+            for program in programs {
+                let code = run_program(program, &inv.program_args)?;
+                if code != ExitCode::SUCCESS {
+                    return Err(Failure(format!("test program {program} failed"), 101));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}

@@ -1,0 +1,136 @@
+//! What every part of `cargo offload` shares: its failures ([`Failure`]: one line and an exit
+//! status), writing files only when their content changed, forgetting the output of another
+//! compiler build, and running a built program.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, ExitCode};
+
+/// A failure: one line for the user, and the exit status.
+pub(crate) struct Failure(pub(crate) String, pub(crate) u8);
+
+/// What may fail with a [`Failure`].
+pub(crate) type Result<T> = std::result::Result<T, Failure>;
+
+/// A [`Failure`] with exit status 1.
+pub(crate) fn fail<T>(message: impl Into<String>) -> Result<T> {
+    Err(Failure(message.into(), 1))
+}
+
+/// Writes `bytes` to `path` unless it holds them already (so that its modification time, which
+/// cargo's fingerprints see, stays); returns whether it wrote.
+pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
+    if fs::read(path).ok().as_deref() == Some(bytes) {
+        return Ok(false);
+    }
+    fs::write(path, bytes)
+        .map_err(|e| Failure(format!("cannot write {}: {e}", path.display()), 1))?;
+    Ok(true)
+}
+
+/// Copies `from` to `to` unless `to` holds its content already; returns whether it wrote.
+pub(crate) fn copy_if_changed(from: &Path, to: &Path) -> Result<bool> {
+    let bytes =
+        fs::read(from).map_err(|e| Failure(format!("cannot read {}: {e}", from.display()), 1))?;
+    write_if_changed(to, &bytes)
+}
+
+/// Runs a built program with `args`, without the library path that cargo's environment may
+/// carry; returns its exit status.
+pub(crate) fn run_program(program: &str, args: &[String]) -> Result<ExitCode> {
+    eprintln!("[cargo offload] running {program}");
+    let status = Command::new(program)
+        .args(args)
+        .env_remove("LD_LIBRARY_PATH")
+        .status()
+        .map_err(|e| Failure(format!("cannot run {program}: {e}"), 1))?;
+    Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8))
+}
+
+/// Removes what `cargo offload` built with another compiler build. Builds of the fork share
+/// `rustc -vV` (the upstream version and commit), which is all that cargo's fingerprints see
+/// of the compiler, so cargo would keep rmeta files, manifests and images of an older build
+/// as fresh; the identity here adds the size and modification time of the compiler's driver
+/// library. Recorded in `<dir>/compiler`.
+pub(crate) fn forget_other_compilers_output(dir: &Path) -> Result<()> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let run = |args: &[&str]| {
+        Command::new(&rustc)
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let version = run(&["-vV"]).map_err(|e| Failure(format!("cannot run rustc: {e}"), 1))?;
+    let sysroot =
+        run(&["--print", "sysroot"]).map_err(|e| Failure(format!("cannot run rustc: {e}"), 1))?;
+    let mut identity = version;
+    if let Ok(entries) = fs::read_dir(Path::new(sysroot.trim()).join("lib")) {
+        let mut drivers: Vec<String> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("librustc_driver"))
+            .filter_map(|e| {
+                let meta = e.metadata().ok()?;
+                let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+                Some(format!(
+                    "{} {} {}",
+                    e.file_name().to_string_lossy(),
+                    meta.len(),
+                    modified.as_nanos()
+                ))
+            })
+            .collect();
+        drivers.sort();
+        identity.push_str(&drivers.join("\n"));
+    }
+    let record = dir.join("compiler");
+    // Without a record, whatever is there came from an unknown compiler.
+    let previous = fs::read_to_string(&record).ok();
+    if previous.as_deref() == Some(identity.as_str()) {
+        return Ok(());
+    }
+    if let Ok(entries) = fs::read_dir(dir) {
+        let entries: Vec<_> = entries.flatten().collect();
+        if !entries.is_empty() {
+            eprintln!(
+                "[cargo offload] the compiler changed since the last build: rebuilding all passes"
+            );
+        }
+        for entry in entries {
+            let path = entry.path();
+            let _ = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
+        }
+    }
+    fs::create_dir_all(dir)
+        .map_err(|e| Failure(format!("cannot create {}: {e}", dir.display()), 1))?;
+    fs::write(&record, identity)
+        .map_err(|e| Failure(format!("cannot write {}: {e}", record.display()), 1))
+}
+
+/// `s` as owned strings, as arguments arrive.
+#[cfg(test)]
+pub(crate) fn strings(s: &[&str]) -> Vec<String> {
+    s.iter().map(|s| s.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_written_only_when_they_change() {
+        let dir = std::env::temp_dir().join(format!("cargo-offload-write-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        assert!(matches!(write_if_changed(&a, b"one"), Ok(true)));
+        assert!(matches!(write_if_changed(&a, b"one"), Ok(false)));
+        assert!(matches!(copy_if_changed(&a, &b), Ok(true)));
+        assert!(matches!(copy_if_changed(&a, &b), Ok(false)));
+        assert!(matches!(write_if_changed(&a, b"two"), Ok(true)));
+        assert_eq!(fs::read(&a).unwrap(), b"two");
+        let missing = dir.join("missing");
+        assert!(
+            matches!(copy_if_changed(&missing, &b), Err(Failure(m, 1)) if m.contains("cannot read"))
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,129 @@
+//! The vendor tools that turn a device pass's image into what the offload runtime loads: LLVM's
+//! (`llc`, `ld.lld`, `llvm-offload-binary`, from `CARGO_OFFLOAD_LLVM_BIN`) and NVIDIA's (`ptxas`,
+//! `nvlink`, from `CARGO_OFFLOAD_CUDA_BIN`), and the folder of the runtime's libraries.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::args::Arch;
+use crate::util::{Failure, Result, fail};
+
+/// An LLVM tool: from `CARGO_OFFLOAD_LLVM_BIN` (default `/usr/lib/llvm-22/bin`) where it is
+/// there, else by its name on `PATH`.
+pub(crate) fn llvm_tool(name: &str) -> PathBuf {
+    let dir = std::env::var_os("CARGO_OFFLOAD_LLVM_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/usr/lib/llvm-22/bin".into());
+    let path = dir.join(name);
+    if path.is_file() { path } else { PathBuf::from(name) }
+}
+
+/// An NVIDIA tool (`ptxas`, `nvlink`): from `CARGO_OFFLOAD_CUDA_BIN` where it is set, else by its
+/// name on `PATH`.
+pub(crate) fn cuda_tool(name: &str) -> PathBuf {
+    match std::env::var_os("CARGO_OFFLOAD_CUDA_BIN") {
+        Some(dir) => PathBuf::from(dir).join(name),
+        None => PathBuf::from(name),
+    }
+}
+
+/// The folder of LLVM's offload runtime (`libomptarget`, `libomp`): `CARGO_OFFLOAD_RUNTIME_LIB`,
+/// default `/usr/lib/llvm-22/lib`.
+pub(crate) fn runtime_lib_dir() -> PathBuf {
+    std::env::var_os("CARGO_OFFLOAD_RUNTIME_LIB")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/usr/lib/llvm-22/lib".into())
+}
+
+/// Runs a tool of the image build; its complaint becomes the error.
+pub(crate) fn tool(
+    what: &str,
+    program: &Path,
+    args: &[&dyn AsRef<std::ffi::OsStr>],
+) -> Result<String> {
+    let mut cmd = Command::new(program);
+    for a in args {
+        cmd.arg(a);
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| Failure(format!("{what}: cannot run `{}`: {e}", program.display()), 1))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return fail(format!("{what}: `{}` refused it: {}", program.display(), stderr.trim()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Compiles the device pass's image (`host.out`: the kernels' optimized LLVM bitcode in an
+/// offload binary) into what the runtime's plugin loads, and packages that as an offload
+/// binary for the registration: an ELF shared object for the CPU device, a code object (ELF
+/// shared object, code object v5) for AMD GPUs, an ELF cubin for NVIDIA GPUs. Every image is
+/// linked with nothing undefined but, for the CPU device, the C library the program has.
+/// Returns the packaged file and a summary (kernels, bytes).
+pub(crate) fn device_binary(
+    dir: &Path,
+    arch: &Arch,
+    image: &Path,
+    release: bool,
+) -> Result<(PathBuf, String)> {
+    let what = format!("image {}", arch.name);
+    let base = dir.join(&arch.name);
+    let bc = base.with_extension("bc");
+    let bc_arg = format!("--image=file={},triple={}", bc.display(), arch.target);
+    tool(&what, &llvm_tool("llvm-offload-binary"), &[&image, &bc_arg])?;
+    let opt = if release { "-O3" } else { "-O2" };
+    let obj = base.with_extension("o");
+    let (loadable, kind) = match &arch.cpu {
+        None => {
+            let so = base.with_extension("so");
+            tool(
+                &what,
+                &llvm_tool("llc"),
+                &[&opt, &"-filetype=obj", &"-relocation-model=pic", &bc, &"-o", &obj],
+            )?;
+            tool(&what, &llvm_tool("ld.lld"), &[&"-shared", &obj, &"-o", &so])?;
+            (so, "shared object")
+        }
+        Some(cpu) if arch.target.starts_with("amdgcn") => {
+            let so = base.with_extension("so");
+            let mcpu = format!("-mcpu={cpu}");
+            tool(
+                &what,
+                &llvm_tool("llc"),
+                &[
+                    &opt,
+                    &mcpu,
+                    &"--amdhsa-code-object-version=5",
+                    &"-filetype=obj",
+                    &bc,
+                    &"-o",
+                    &obj,
+                ],
+            )?;
+            tool(&what, &llvm_tool("ld.lld"), &[&"-shared", &"--no-undefined", &obj, &"-o", &so])?;
+            (so, "code object")
+        }
+        Some(cpu) => {
+            let ptx = base.with_extension("ptx");
+            let cubin = base.with_extension("cubin");
+            let mcpu = format!("-mcpu={cpu}");
+            let sm = format!("-arch={cpu}");
+            tool(&what, &llvm_tool("llc"), &[&opt, &mcpu, &bc, &"-o", &ptx])?;
+            tool(&what, &cuda_tool("ptxas"), &[&sm, &"-c", &ptx, &"-o", &obj])?;
+            tool(&what, &cuda_tool("nvlink"), &[&sm, &obj, &"-o", &cubin])?;
+            (cubin, "cubin")
+        }
+    };
+    let packaged = base.with_extension("offload");
+    let mut spec =
+        format!("--image=file={},triple={},kind=openmp", loadable.display(), arch.target);
+    if let Some(cpu) = &arch.cpu {
+        spec.push_str(&format!(",arch={cpu}"));
+    }
+    let out_arg = packaged.display().to_string();
+    tool(&what, &llvm_tool("llvm-offload-binary"), &[&"-o", &out_arg, &spec])?;
+    let bytes = fs::metadata(&loadable).map(|m| m.len()).unwrap_or(0);
+    Ok((packaged, format!("{kind} {} ({bytes} bytes)", loadable.display())))
+}

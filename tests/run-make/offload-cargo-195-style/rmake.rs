@@ -1,0 +1,78 @@
+//! A workspace whose kernels are in the 1.95 style (host `extern "C"` declarations, GPU
+//! `#[no_mangle] #[rustc_offload_kernel] extern "gpu-kernel"` definitions, `cfg`'d by
+//! `target_os`) builds with `cargo offload` as it is, for `gfx90a` and `sm_90`. Cargo features
+//! pick the kernels, and the device passes see the features the host build resolved, so each
+//! image holds exactly the launched kernels of that selection (the defined but unlaunched one
+//! never): default features, `--features sum`, `--no-default-features --features sum`. One
+//! launch passes `*const [f64; 64]` where the kernel takes `&[f64; 64]`, as rustc 1.95 accepts.
+//! On this machine, without a GPU, the program stops at its first launch naming the kernel.
+//! (1.95-style kernels are GPU-only: on the CPU device `target_os` is the host's, which selects
+//! the host's declarations.)
+
+//@ only-x86_64
+//@ needs-offload
+
+#[path = "../offload-manifest/cargo.rs"]
+mod cargo;
+#[path = "../offload-manifest/helpers.rs"]
+mod helpers;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use cargo::{cargo_offload, copy_dir};
+use helpers::llvm_tool;
+use run_make_support::{cmd, cwd, source_root};
+
+/// The kernels of the `gfx90a` code object and of the `sm_90` cubin that `cargo offload` made
+/// in `ws` (`target/offload/images`).
+fn image_kernels(ws: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
+    let images = ws.join("target/offload/images");
+    let amd = cmd(llvm_tool("llvm-nm"))
+        .arg(images.join("gfx90a.so"))
+        .run()
+        .stdout_utf8()
+        .lines()
+        .filter_map(|l| l.split_whitespace().last()?.strip_suffix(".kd").map(str::to_string))
+        .collect();
+    let nvidia = cmd(llvm_tool("llvm-readelf"))
+        .args(["-s", "-W"])
+        .arg(images.join("sm_90.cubin"))
+        .run()
+        .stdout_utf8()
+        .lines()
+        .filter(|l| l.contains(" FUNC ") && l.contains(" GLOBAL "))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_string))
+        .collect();
+    (amd, nvidia)
+}
+
+fn main() {
+    let ws = cwd().join("ws");
+    copy_dir(&source_root().join("tests/run-make/offload-cargo-195-style/ws"), &ws);
+    let selections: [(&[&str], &[&str]); 3] = [
+        (&[], &["k195_scale"]),
+        (&["--features", "sum"], &["k195_scale", "k195_sum"]),
+        (&["--no-default-features", "--features", "sum"], &["k195_sum"]),
+    ];
+    for (features, kernels) in selections {
+        let mut args = vec!["build", "--release", "--offload-arch=gfx90a,sm_90"];
+        args.extend(features);
+        let built = cargo_offload(&ws, &args);
+        let expected: BTreeSet<String> = kernels.iter().map(|k| k.to_string()).collect();
+        let (amd, nvidia) = image_kernels(&ws);
+        assert_eq!(amd, expected, "gfx90a kernels with {features:?}\n{}", built.stderr_utf8());
+        assert_eq!(nvidia, expected, "sm_90 kernels with {features:?}");
+    }
+
+    // The default selection again; no GPU here: the launch stops the program, naming `k195_scale`.
+    cargo_offload(&ws, &["build", "--release", "--offload-arch=gfx90a,sm_90"]);
+    let exe = ws.join("target/offload/host/x86_64-unknown-linux-gnu/release/app");
+    let run = cmd(&exe).env_remove("LD_LIBRARY_PATH").run_fail();
+    assert_eq!(run.status().code(), Some(1));
+    let stderr = run.stderr_utf8();
+    assert!(
+        stderr.starts_with("error: the offload launch of kernel `k195_scale` failed"),
+        "{stderr}"
+    );
+}
