@@ -26,7 +26,6 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
     loop {}
 }
 
-
 /// Elements per vector.
 pub const N: usize = 1024;
 /// Rows and columns of the square matrices and grids.
@@ -209,26 +208,71 @@ pub mod host {
     /// Launches the suite's kernels once each.
     #[inline(never)]
     pub fn run_suite(b: &mut Buffers) {
-        offload::<_, _, ()>(fir, GRID, BLOCK, (&b.x as *const _, &b.h as *const _, &mut b.y as *mut _));
+        offload::<_, _, ()>(
+            fir,
+            GRID,
+            BLOCK,
+            (&b.x as *const _, &b.h as *const _, &mut b.y as *mut _),
+        );
         offload::<_, _, ()>(stencil5, GRID, BLOCK, (&b.y as *const _, &mut b.x as *mut _));
-        offload::<_, _, ()>(jacobi2d, GRID, BLOCK, (&b.grid as *const _, &mut b.grid_out as *mut _));
-        offload::<_, _, ()>(dot, GRID, BLOCK, (&b.x as *const _, &b.y as *const _, &mut b.dot as *mut _));
-        offload::<_, _, ()>(matvec, GRID, BLOCK, (&b.grid as *const _, &b.v as *const _, &mut b.w as *mut _));
+        offload::<_, _, ()>(
+            jacobi2d,
+            GRID,
+            BLOCK,
+            (&b.grid as *const _, &mut b.grid_out as *mut _),
+        );
+        offload::<_, _, ()>(
+            dot,
+            GRID,
+            BLOCK,
+            (&b.x as *const _, &b.y as *const _, &mut b.dot as *mut _),
+        );
+        offload::<_, _, ()>(
+            matvec,
+            GRID,
+            BLOCK,
+            (&b.grid as *const _, &b.v as *const _, &mut b.w as *mut _),
+        );
         offload::<_, _, ()>(sum_max, GRID, BLOCK, (&b.x as *const _, &mut b.sum_max as *mut _));
         offload::<_, _, ()>(histogram, GRID, BLOCK, (&b.x as *const _, &mut b.bins as *mut _));
-        offload::<_, _, ()>(prefix_sum, GRID, BLOCK, (&b.counts as *const _, &mut b.prefix as *mut _));
+        offload::<_, _, ()>(
+            prefix_sum,
+            GRID,
+            BLOCK,
+            (&b.counts as *const _, &mut b.prefix as *mut _),
+        );
         #[cfg(not(offload_base))]
         {
-            offload::<_, _, ()>(axpy::<f32>, GRID, BLOCK, (2.0f32, &b.x as *const _, &mut b.y as *mut _));
-            offload::<_, _, ()>(axpy::<f64>, GRID, BLOCK, (2.0f64, &b.xd as *const _, &mut b.yd as *mut _));
+            offload::<_, _, ()>(
+                axpy::<f32>,
+                GRID,
+                BLOCK,
+                (2.0f32, &b.x as *const _, &mut b.y as *mut _),
+            );
+            offload::<_, _, ()>(
+                axpy::<f64>,
+                GRID,
+                BLOCK,
+                (2.0f64, &b.xd as *const _, &mut b.yd as *mut _),
+            );
             offload::<_, _, ()>(scale::<f32>, GRID, BLOCK, (&mut b.y as *mut _, 0.5f32));
             offload::<_, _, ()>(scale::<i32>, GRID, BLOCK, (&mut b.xi as *mut _, 3i32));
         }
         #[cfg(offload_base)]
         {
             use super::base_instances::*;
-            offload::<_, _, ()>(axpy_f32, GRID, BLOCK, (2.0f32, &b.x as *const _, &mut b.y as *mut _));
-            offload::<_, _, ()>(axpy_f64, GRID, BLOCK, (2.0f64, &b.xd as *const _, &mut b.yd as *mut _));
+            offload::<_, _, ()>(
+                axpy_f32,
+                GRID,
+                BLOCK,
+                (2.0f32, &b.x as *const _, &mut b.y as *mut _),
+            );
+            offload::<_, _, ()>(
+                axpy_f64,
+                GRID,
+                BLOCK,
+                (2.0f64, &b.xd as *const _, &mut b.yd as *mut _),
+            );
             offload::<_, _, ()>(scale_f32, GRID, BLOCK, (&mut b.y as *mut _, 0.5f32));
             offload::<_, _, ()>(scale_i32, GRID, BLOCK, (&mut b.xi as *mut _, 3i32));
         }

@@ -80,14 +80,24 @@ pub fn unused_fill(y: *mut [f32; N], value: f32) {
 #[cfg(target_arch = "x86_64")]
 #[inline(never)]
 pub fn launch_saxpy(a: f32, x: &[f32; N], y: &mut [f32; N]) {
-    core::intrinsics::offload::<_, _, ()>(saxpy, [1, 1, 1], [1, 1, 1], (a, x as *const _, y as *mut _))
+    core::intrinsics::offload::<_, _, ()>(
+        saxpy,
+        [1, 1, 1],
+        [1, 1, 1],
+        (a, x as *const _, y as *mut _),
+    )
 }
 
 /// One Jacobi step of `input` into `out` on the GPU.
 #[cfg(target_arch = "x86_64")]
 #[inline(never)]
 pub fn launch_stencil3(input: &[f32; N], out: &mut [f32; N]) {
-    core::intrinsics::offload::<_, _, ()>(stencil3, [16, 1, 1], [256, 1, 1], (input as *const _, out as *mut _))
+    core::intrinsics::offload::<_, _, ()>(
+        stencil3,
+        [16, 1, 1],
+        [256, 1, 1],
+        (input as *const _, out as *mut _),
+    )
 }
 
 /// The sum of `x`, computed on the GPU.
@@ -95,6 +105,11 @@ pub fn launch_stencil3(input: &[f32; N], out: &mut [f32; N]) {
 #[inline(never)]
 pub fn launch_sum_reduce(x: &[f32; N]) -> f32 {
     let mut out = [0.0f32; 1];
-    core::intrinsics::offload::<_, _, ()>(sum_reduce, [1, 1, 1], [64, 1, 1], (x as *const _, &mut out as *mut _));
+    core::intrinsics::offload::<_, _, ()>(
+        sum_reduce,
+        [1, 1, 1],
+        [64, 1, 1],
+        (x as *const _, &mut out as *mut _),
+    );
     out[0]
 }

@@ -10,7 +10,11 @@ use offload_example::{N, launch_saxpy, launch_stencil3, launch_sum_reduce};
 const TOLERANCE: f32 = 1e-5;
 
 fn check(name: &str, device: &[f32], reference: &[f32]) -> bool {
-    let diff = device.iter().zip(reference).map(|(d, r)| (d - r).abs() / r.abs().max(1.0)).fold(0.0f32, f32::max);
+    let diff = device
+        .iter()
+        .zip(reference)
+        .map(|(d, r)| (d - r).abs() / r.abs().max(1.0))
+        .fold(0.0f32, f32::max);
     let ok = device.len() == reference.len() && diff <= TOLERANCE;
     let head = |v: &[f32]| v.iter().take(4).map(|x| format!("{x}")).collect::<Vec<_>>().join(", ");
     println!(

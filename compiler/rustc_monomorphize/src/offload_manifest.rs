@@ -224,10 +224,10 @@ fn launches_in<'tcx>(
 }
 
 /// Whether the argument tuple `passed` of an `offload` launch fits the parameters of the launched
-/// kernel (`kernel` with `kernel_args`); reports a mismatch at `span`. The host maps each argument
-/// by the kernel's parameter type, so a tuple of other types would hand the device other bytes
-/// than the kernel reads. What rustc 1.95 accepts where the ABI agrees is accepted too (see
-/// [`pointer_args_agree`]).
+/// kernel (`kernel` with `kernel_args`); reports a mismatch at `span`, or else a warning for each
+/// shared pointer passed for a mutable one. The host maps each argument by the kernel's parameter
+/// type, so a tuple of other types would hand the device other bytes than the kernel reads. What
+/// rustc 1.95 accepts where the ABI agrees is accepted too (see [`ArgFit`]).
 fn launch_args_match<'tcx>(
     tcx: TyCtxt<'tcx>,
     span: Span,
@@ -240,60 +240,76 @@ fn launch_args_match<'tcx>(
     let sig = tcx.normalize_erasing_late_bound_regions(typing_env, sig);
     let passed = tcx.normalize_erasing_regions(typing_env, passed);
     let ty::Tuple(passed_tys) = *passed.kind() else { return true };
-    if passed_tys.len() == sig.inputs().len()
-        && passed_tys.iter().zip(sig.inputs()).all(|(passed, param)| {
-            passed == *param || pointer_args_agree(tcx, span, kernel, kernel_args, passed, *param)
-        })
-    {
-        return true;
-    }
-    let params = Ty::new_tup(tcx, sig.inputs());
-    tcx.dcx().emit_err(errors::OffloadLaunchArgsMismatch {
-        span,
-        kernel: tcx.def_path_str_with_args(kernel, kernel_args),
-        passed: passed.to_string(),
-        params: params.to_string(),
-    });
-    false
-}
-
-/// Whether the launch argument type `passed` stands for the kernel parameter type `param` as
-/// rustc 1.95 took it: both are raw pointers or references (one ABI: a thin or wide pointer)
-/// to the same pointee, so the runtime maps the same bytes. A `*mut T` or `&mut T` may be passed
-/// where the kernel takes `*const T` or `&T`. A `*const T` or `&T` passed where the kernel takes
-/// `*mut T` or `&mut T` is accepted with a warning at `span`: the kernel's writes are copied back
-/// into memory the launch handed over as read-only.
-fn pointer_args_agree<'tcx>(
-    tcx: TyCtxt<'tcx>,
-    span: Span,
-    kernel: DefId,
-    kernel_args: ty::GenericArgsRef<'tcx>,
-    passed: Ty<'tcx>,
-    param: Ty<'tcx>,
-) -> bool {
-    let pointer = |ty: Ty<'tcx>| match *ty.kind() {
-        ty::RawPtr(pointee, mutability) | ty::Ref(_, pointee, mutability) => {
-            Some((pointee, mutability))
-        }
-        _ => None,
+    let fits: Vec<ArgFit> = if passed_tys.len() == sig.inputs().len() {
+        passed_tys.iter().zip(sig.inputs()).map(|(p, q)| ArgFit::of(tcx, p, *q)).collect()
+    } else {
+        vec![ArgFit::Mismatch]
     };
-    let (Some((passed_pointee, passed_mut)), Some((param_pointee, param_mut))) =
-        (pointer(passed), pointer(param))
-    else {
-        return false;
-    };
-    if passed_pointee != param_pointee {
-        return false;
-    }
-    if param_mut.is_mut() && !passed_mut.is_mut() {
-        tcx.dcx().emit_warn(errors::OffloadLaunchSharedToMut {
+    if fits.contains(&ArgFit::Mismatch) {
+        tcx.dcx().emit_err(errors::OffloadLaunchArgsMismatch {
             span,
             kernel: tcx.def_path_str_with_args(kernel, kernel_args),
             passed: passed.to_string(),
-            param: param.to_string(),
+            params: Ty::new_tup(tcx, sig.inputs()).to_string(),
         });
+        return false;
+    }
+    for ((fit, passed), param) in fits.iter().zip(passed_tys).zip(sig.inputs()) {
+        if *fit == ArgFit::SharedForMut {
+            tcx.dcx().emit_warn(errors::OffloadLaunchSharedToMut {
+                span,
+                kernel: tcx.def_path_str_with_args(kernel, kernel_args),
+                passed: passed.to_string(),
+                param: param.to_string(),
+            });
+        }
     }
     true
+}
+
+/// How the type of a launch argument stands for the kernel's parameter type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ArgFit {
+    /// The same type.
+    Exact,
+    /// As rustc 1.95 took it: both are raw pointers or references (one ABI: a thin pointer) to
+    /// the same sized pointee, so the runtime maps the same bytes; a `*mut T` or `&mut T` may
+    /// stand for a `*const T` or `&T`.
+    Pointer,
+    /// A `*const T` or `&T` for a `*mut T` or `&mut T`: accepted as rustc 1.95 did, with a
+    /// warning, since the kernel's writes are copied back into memory the launch handed over
+    /// as read-only.
+    SharedForMut,
+    /// Anything else. Pointers to unsized data are wide, which the launch maps as two values,
+    /// so they must match exactly.
+    Mismatch,
+}
+
+impl ArgFit {
+    fn of<'tcx>(tcx: TyCtxt<'tcx>, passed: Ty<'tcx>, param: Ty<'tcx>) -> ArgFit {
+        if passed == param {
+            return ArgFit::Exact;
+        }
+        let pointer = |ty: Ty<'tcx>| match *ty.kind() {
+            ty::RawPtr(pointee, mutability) | ty::Ref(_, pointee, mutability) => {
+                Some((pointee, mutability))
+            }
+            _ => None,
+        };
+        let (Some((passed_pointee, passed_mut)), Some((param_pointee, param_mut))) =
+            (pointer(passed), pointer(param))
+        else {
+            return ArgFit::Mismatch;
+        };
+        let typing_env = ty::TypingEnv::fully_monomorphized();
+        if passed_pointee != param_pointee || !passed_pointee.is_sized(tcx, typing_env) {
+            ArgFit::Mismatch
+        } else if param_mut.is_mut() && !passed_mut.is_mut() {
+            ArgFit::SharedForMut
+        } else {
+            ArgFit::Pointer
+        }
+    }
 }
 
 /// Checks that the kernel `def_id` can be launched by the offload runtime, reporting each way it

@@ -120,9 +120,16 @@ fn toolchain_core_matches_build_std(ws: &Path, stderr: &str) {
     let images = |dir: &Path| dir.join("target/offload/images");
     let objdump = llvm_tool("llvm-objdump");
     let amd = |dir: &Path| kernel_instructions(&objdump, &images(dir).join("gfx90a.so"));
-    compare_kernels("gfx90a", &amd(ws), &amd(&from_source));
+    // The one kernel that differs (2026-12-01): an iterator chain of `core` (`zip`, `step_by`,
+    // `enumerate`), which the two `core`s optimize apart; any other is a new difference to
+    // explain.
+    let explained =
+        |kernels: &[String]| kernels.iter().all(|k| k.starts_with("_offload_kernel_strided_dot_"));
+    let amd_differing = compare_kernels("gfx90a", &amd(ws), &amd(&from_source));
+    assert!(explained(&amd_differing), "gfx90a: unexplained differences {amd_differing:?}");
     let ptx = |dir: &Path| ptx_kernels(&rfs::read_to_string(images(dir).join("sm_90.ptx")));
     let differing = compare_kernels("sm_90", &ptx(ws), &ptx(&from_source));
+    assert!(explained(&differing), "sm_90: unexplained differences {differing:?}");
     let registers = ptx_registers(&images(ws).join("sm_90.ptx"));
     let source_registers = ptx_registers(&images(&from_source).join("sm_90.ptx"));
     assert_eq!(registers.len(), 20, "{registers:?}");

@@ -3,8 +3,9 @@
 // reference where the kernel takes a shared one. The runtime maps each argument by the kernel's
 // parameter, so the same bytes go to the device. A shared pointer or reference where the kernel
 // takes a mutable one is accepted with a warning (the kernel's writes come back into memory the
-// launch gave as read-only); another pointee, or a pointer where the kernel takes a value, stays
-// an error.
+// launch gave as read-only), once per such argument and never beside an error; another
+// pointee, a pointer to unsized data (a wide pointer, which the launch maps as two values) that
+// is not of the kernel's exact type, or a pointer where the kernel takes a value, stays an error.
 
 //@ needs-offload
 //@ edition: 2024
@@ -28,6 +29,11 @@ pub fn writes(x: &mut [f64; 16], y: *mut [f64; 16]) {
     unsafe { (*y)[0] = 2.0 };
 }
 
+#[rustc_offload_kernel]
+pub fn wide(x: &[f64], out: *mut f64) {
+    unsafe { *out = x[0] };
+}
+
 pub fn accepted(a: &mut [f64; 16], b: &mut [f64; 16], out: &mut f64) {
     let out = out as *mut f64;
     // `*const` for `&`, `&` for `*const`.
@@ -47,6 +53,9 @@ pub fn warned(a: &mut [f64; 16], b: &mut [f64; 16]) {
     //~^ WARN `offload` passes `*const [f64; 16]` to the kernel `writes`, whose parameter is `&mut [f64; 16]`
     offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&mut *a, &*b));
     //~^ WARN `offload` passes `&[f64; 16]` to the kernel `writes`, whose parameter is `*mut [f64; 16]`
+    offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&*a, &raw const *b));
+    //~^ WARN `offload` passes `&[f64; 16]` to the kernel `writes`, whose parameter is `&mut [f64; 16]`
+    //~| WARN `offload` passes `*const [f64; 16]` to the kernel `writes`, whose parameter is `*mut [f64; 16]`
 }
 
 pub fn refused(a: &mut [f64; 16], b: &mut [f64; 16], out: &mut f64) {
@@ -58,4 +67,10 @@ pub fn refused(a: &mut [f64; 16], b: &mut [f64; 16], out: &mut f64) {
     //~^ ERROR `offload` passes `(&[f64; 16], &[f64; 16], *mut f32)` to the kernel `reads`
     offload::<_, _, ()>(reads, [1, 1, 1], [1, 1, 1], (*a, &*b, out));
     //~^ ERROR `offload` passes `([f64; 16], &[f64; 16], *mut f64)` to the kernel `reads`
+    // A shared pointer for a mutable one beside a mismatch: the error alone.
+    offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&raw const *a, 1u32));
+    //~^ ERROR `offload` passes `(*const [f64; 16], u32)` to the kernel `writes`
+    offload::<_, _, ()>(wide, [1, 1, 1], [1, 1, 1], (&raw const a[..], out));
+    //~^ ERROR `offload` passes `(*const [f64], *mut f64)` to the kernel `wide`
+    offload::<_, _, ()>(wide, [1, 1, 1], [1, 1, 1], (&a[..], out));
 }

@@ -114,11 +114,18 @@ pub(crate) fn write_image_crate(
         "// Written by cargo offload: the crate that builds the device images.\n#![no_std]\n",
     );
     for (krate, (package, path)) in &deps {
-        let features: Vec<&String> = features.get(krate).into_iter().flatten().collect();
+        // A library the host metadata pass did not build for the target keeps its defaults.
+        let features = match features.get(krate) {
+            Some(features) => {
+                let list: Vec<String> = features.iter().map(|f| toml_string(f)).collect();
+                format!(", default-features = false, features = [{}]", list.join(", "))
+            }
+            None => String::new(),
+        };
         toml.push_str(&format!(
-            "{krate} = {{ package = {package:?}, path = {:?}, default-features = false, \
-             features = {features:?} }}\n",
-            path.display().to_string()
+            "{krate} = {{ package = {}, path = {}{features} }}\n",
+            toml_string(package),
+            toml_string(&path.display().to_string())
         ));
         lib.push_str(&format!("extern crate {krate};\n"));
     }
@@ -181,16 +188,28 @@ fn kernel_crates(ws: &Workspace, manifest: &Value, kernel: &Value) -> Result<Vec
 /// `compiler-artifact` messages), by crate name. The device passes build each library with the
 /// features of the host build, so that a kernel picked by a feature (`--features`,
 /// `--no-default-features`, a dependent's feature list) is in the image exactly when the host
-/// launches it. A library built twice (for the target and as a build dependency) gets the union.
+/// launches it. Only the units built for `target` count (their files lie under
+/// `<target dir>/<target>/`): a build dependency's features are resolved apart.
 pub(crate) fn library_features(
     artifacts: &[Value],
     ws: &Workspace,
+    target: &str,
 ) -> BTreeMap<String, BTreeSet<String>> {
     let mut features: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let target_dir = format!("/{target}/");
     for artifact in artifacts {
         let krate = artifact["target"]["name"].as_str().unwrap_or("").replace('-', "_");
         let kinds = artifact["target"]["kind"].as_array().into_iter().flatten();
-        if !ws.libraries.contains_key(&krate)
+        let member = artifact["package_id"].as_str().is_some_and(|id| ws.member_ids.contains(id));
+        let for_target = artifact["filenames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .any(|f| f.contains(&target_dir));
+        if !member
+            || !for_target
+            || !ws.libraries.contains_key(&krate)
             || !kinds.filter_map(Value::as_str).any(|k| matches!(k, "lib" | "rlib"))
         {
             continue;
@@ -202,6 +221,11 @@ pub(crate) fn library_features(
             .extend(resolved.filter_map(Value::as_str).map(str::to_string));
     }
     features
+}
+
+/// `text` as a TOML basic string (JSON's string escapes are TOML's).
+fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
 }
 
 #[cfg(test)]
@@ -218,7 +242,7 @@ mod tests {
                 .iter()
                 .map(|l| (l.to_string(), (l.replace('_', "-"), PathBuf::from("/ws").join(l))))
                 .collect(),
-            member_ids: BTreeSet::new(),
+            member_ids: libraries.iter().chain(&["app"]).map(|l| format!("{l} 0.1")).collect(),
             linking_packages: BTreeSet::new(),
         }
     }
@@ -254,19 +278,25 @@ mod tests {
     #[test]
     fn libraries_keep_the_features_the_host_build_resolved() {
         let ws = workspace(&["k195", "kern"]);
-        let artifact = |name: &str, kind: &str, features: &[&str]| {
+        let host = "x86_64-unknown-linux-gnu";
+        let artifact = |id: &str, name: &str, kind: &str, dir: &str, features: &[&str]| {
             let target = json!({"name": name, "kind": [kind]});
-            json!({"target": target, "features": features})
+            let file = format!("/ws/target/{dir}/release/deps/lib{name}.rmeta");
+            json!({"package_id": id, "target": target, "filenames": [file], "features": features})
         };
+        let target_dir = host.to_string();
         let artifacts = [
-            artifact("k195", "lib", &["scale"]),
-            artifact("k195", "lib", &["sum"]),
-            artifact("kern", "lib", &[]),
-            artifact("app", "bin", &["scale"]),
+            artifact("k195 0.1", "k195", "lib", &target_dir, &["scale"]),
+            // The same library as a build dependency, built for the host apart: not counted.
+            artifact("k195 0.1", "k195", "lib", ".", &["std"]),
+            artifact("kern 0.1", "kern", "lib", &target_dir, &[]),
+            artifact("app 0.1", "app", "bin", &target_dir, &["scale"]),
+            // A registry crate named like a workspace library: not a member.
+            artifact("registry kern 2.0", "kern", "lib", &target_dir, &["extra"]),
         ];
-        let features = library_features(&artifacts, &ws);
+        let features = library_features(&artifacts, &ws, host);
         let k195: Vec<&str> = features["k195"].iter().map(String::as_str).collect();
-        assert_eq!(k195, ["scale", "sum"]);
+        assert_eq!(k195, ["scale"]);
         assert!(features["kern"].is_empty());
         assert!(!features.contains_key("app"));
     }

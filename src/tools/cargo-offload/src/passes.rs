@@ -180,7 +180,7 @@ impl<'a> Build<'a> {
             roots.len(),
             if roots.len() == 1 { "" } else { "s" }
         );
-        Ok((manifest, kernels, library_features(&artifacts, &self.ws)))
+        Ok((manifest, kernels, library_features(&artifacts, &self.ws, host)))
     }
 
     /// 2. The image crate, one device pass per arch and the registration of their images;

@@ -82,6 +82,12 @@ pub(crate) fn forget_other_compilers_output(dir: &Path) -> Result<()> {
         drivers.sort();
         identity.push_str(&drivers.join("\n"));
     }
+    // The device sysroot's `core` may be rebuilt while the compiler stays: cargo does not track
+    // sysroot libraries, so the device passes' outputs would still name the older one.
+    if let Some(sysroot) = std::env::var_os(crate::image_crate::DEVICE_SYSROOT_VAR) {
+        identity
+            .push_str(&fs::read_to_string(Path::new(&sysroot).join("stamp")).unwrap_or_default());
+    }
     let record = dir.join("compiler");
     // Without a record, whatever is there came from an unknown compiler.
     let previous = fs::read_to_string(&record).ok();

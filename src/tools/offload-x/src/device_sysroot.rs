@@ -27,8 +27,13 @@ pub fn device_sysroot(cache: &Cache) -> PathBuf {
     cache.build().join(HOST).join("offload-device-sysroot")
 }
 
-/// What the CPU device's `core` was built by: the stage-1 compiler's driver library (name,
-/// size, modification time). Recorded in the sysroot's `stamp`.
+/// How the CPU device's `core` is built; part of the sysroot's `stamp`, so that a change here
+/// rebuilds it.
+const RECIPE: &str = "cargo build --release -Zbuild-std=core, -Zalways-encode-mir, panic=abort";
+
+/// What the CPU device's `core` was built by and how: [`RECIPE`] and the stage-1 compiler's
+/// driver library (name, size, modification time). Recorded in the sysroot's `stamp`, which
+/// `cargo offload` adds to the compiler identity of its outputs.
 fn compiler_identity(cache: &Cache) -> String {
     let mut drivers: Vec<String> = fs::read_dir(cache.stage1().join("lib"))
         .into_iter()
@@ -47,7 +52,7 @@ fn compiler_identity(cache: &Cache) -> String {
         })
         .collect();
     drivers.sort();
-    drivers.join("\n")
+    format!("{RECIPE}\n{}", drivers.join("\n"))
 }
 
 /// Copies the plain files of `from` into `to`, emptied first.
@@ -64,7 +69,7 @@ fn replace_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// Writes the device sysroot: the GPU targets' libraries of the stage-1 build, and the CPU
-/// device's `core`, rebuilt only when the compiler changed (about a minute).
+/// device's `core`, rebuilt only when the compiler or the recipe changed (27 s here).
 pub fn ensure(cache: &Cache) -> Result<()> {
     let root = device_sysroot(cache);
     let io = |what: String| {

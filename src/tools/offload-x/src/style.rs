@@ -69,8 +69,9 @@ fn rustfmt_applies(path: &str) -> bool {
 }
 
 /// The project's folders whose Rust files the style step checks besides the tree's: our tools
-/// (`cargo-offload`, `offload-manifest`, `offload-x` with its tests and tidy driver).
-pub const PROJECT_RUST_DIRS: &[&str] = &["src/tools"];
+/// (`cargo-offload`, `offload-manifest`, `offload-x` with its tests and tidy driver), the
+/// bundled example and the benchmark's kernel suites.
+pub const PROJECT_RUST_DIRS: &[&str] = &["src/tools", "src/offload-example", "src/offload-bench"];
 
 /// The most columns (characters) a line of a project file may have: upstream's `max_width`,
 /// which rustfmt keeps code within; comments and string literals it leaves as they are.
