@@ -5,7 +5,8 @@
 //! image holds exactly the launched kernels of that selection (the defined but unlaunched one
 //! never): default features, `--features sum`, `--no-default-features --features sum`. One
 //! launch passes `*const [f64; 64]` where the kernel takes `&[f64; 64]`, as rustc 1.95 accepts.
-//! On this machine, without a GPU, the program stops at its first launch naming the kernel.
+//! Switching back to an earlier selection gives that selection's images again. On this
+//! machine, without a GPU, the program stops at its first launch naming the kernel.
 //! (1.95-style kernels are GPU-only: on the CPU device `target_os` is the host's, which selects
 //! the host's declarations.)
 
@@ -65,8 +66,12 @@ fn main() {
         assert_eq!(nvidia, expected, "sm_90 kernels with {features:?}");
     }
 
-    // The default selection again; no GPU here: the launch stops the program, naming `k195_scale`.
+    // The default selection again: cargo still has the first build's fingerprints, and the
+    // images must be this selection's, not the last build's.
     cargo_offload(&ws, &["build", "--release", "--offload-arch=gfx90a,sm_90"]);
+    let scale_only = BTreeSet::from(["k195_scale".to_string()]);
+    assert_eq!(image_kernels(&ws), (scale_only.clone(), scale_only), "back to the defaults");
+    // No GPU here: the launch stops the program, naming `k195_scale`.
     let exe = ws.join("target/offload/host/x86_64-unknown-linux-gnu/release/app");
     let run = cmd(&exe).env_remove("LD_LIBRARY_PATH").run_fail();
     assert_eq!(run.status().code(), Some(1));

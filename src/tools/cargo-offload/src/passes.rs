@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::fs;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
@@ -38,7 +38,13 @@ fn cargo_pass(what: &str, mut cmd: Command, json: bool) -> Result<Vec<Value>> {
     eprintln!("[cargo offload] {what}");
     let mut artifacts = Vec::new();
     let status = if json {
-        cmd.arg("--message-format=json-diagnostic-rendered-ansi").stdout(Stdio::piped());
+        // Colours only for a terminal, as cargo itself decides.
+        let format = if std::io::stderr().is_terminal() {
+            "--message-format=json-diagnostic-rendered-ansi"
+        } else {
+            "--message-format=json"
+        };
+        cmd.arg(format).stdout(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| Failure(format!("cannot run cargo: {e}"), 1))?;
         for line in BufReader::new(child.stdout.take().unwrap()).lines().map_while(|l| l.ok()) {
             let Ok(message) = serde_json::from_str::<Value>(&line) else {
@@ -106,6 +112,35 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     let artifacts = build.host_pass(&host_rustflags)?;
     let programs = build.products(&artifacts, kernels > 0, &images_dir);
     run_programs(inv, &programs)
+}
+
+/// Removes the image crate's outputs and `host.out` from `deps` (a device pass's output folder)
+/// when the image crate (its `Cargo.toml`, with the libraries' features, and its manifest) or
+/// the pass's `flags` differ from the last device pass into `target_dir`. Cargo keeps one
+/// fingerprint per feature set of the image crate's graph, but `host.out` has one name: after
+/// switching back to an earlier feature set cargo would find that build fresh and keep the
+/// other set's image. The key of the last pass is `<target_dir>/image-key`.
+fn forget_other_image(
+    target_dir: &Path,
+    deps: &Path,
+    image_crate: &Path,
+    flags: &[String],
+) -> Result<()> {
+    let read = |name: &str| fs::read_to_string(image_crate.join(name)).unwrap_or_default();
+    let key = format!("{}\n{}\n{}", flags.join("\x1f"), read("Cargo.toml"), read("manifest.json"));
+    let record = target_dir.join("image-key");
+    if fs::read_to_string(&record).ok().as_deref() == Some(key.as_str()) {
+        return Ok(());
+    }
+    for entry in fs::read_dir(deps).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "host.out" || name.starts_with("liboffload_image-") {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    fs::create_dir_all(target_dir)
+        .and_then(|()| fs::write(&record, key))
+        .map_err(|e| Failure(format!("cannot write {}: {e}", record.display()), 1))
 }
 
 /// What the passes of one `cargo offload` run share.
@@ -230,9 +265,11 @@ impl<'a> Build<'a> {
             .args(["--target", &arch.target, "--target-dir"])
             .arg(&target_dir)
             .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"));
+        let deps = target_dir.join(&arch.target).join(profile).join("deps");
+        forget_other_image(&target_dir, &deps, image_crate, &flags)?;
         let what = format!("device pass {} ({}, {})", arch.name, arch.target, core.describe());
         cargo_pass(&what, build, false)?;
-        let image = target_dir.join(&arch.target).join(profile).join("deps/host.out");
+        let image = deps.join("host.out");
         if !image.is_file() {
             return fail(format!(
                 "the device pass for `{}` wrote no image ({} is missing)",

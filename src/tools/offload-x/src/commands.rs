@@ -444,9 +444,9 @@ pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<Exi
 
 /// `program` in `cwd` inside the sysroot as an installed toolchain: the stage-1 toolchain,
 /// `cargo-offload` and LLVM 22's tools first on `PATH`, `RUSTC` set, the device sysroot
-/// (`CARGO_OFFLOAD_DEVICE_SYSROOT`, [`crate::device_sysroot`]), NVIDIA's `ptxas`
-/// and `nvlink` for `cargo offload` (`CARGO_OFFLOAD_CUDA_BIN`) once `./x.py build` fetched
-/// them; `cwd` and the project are visible at their own paths.
+/// (`CARGO_OFFLOAD_DEVICE_SYSROOT`, [`crate::device_sysroot`], unless the caller set it),
+/// NVIDIA's `ptxas` and `nvlink` for `cargo offload` (`CARGO_OFFLOAD_CUDA_BIN`) once
+/// `./x.py build` fetched them; `cwd` and the project are visible at their own paths.
 pub fn toolchain(cache: &Cache, cwd: &Path, program: &str) -> Enter {
     let mut enter = Enter::new(cache, cwd, program).bind(project_root());
     let path = format!(
@@ -454,10 +454,12 @@ pub fn toolchain(cache: &Cache, cwd: &Path, program: &str) -> Enter {
         cache.stage1().join("bin").display(),
         offload_tools_bin(cache).display()
     );
-    enter = enter
-        .env("PATH", path)
-        .env("RUSTC", cache.stage1_rustc())
-        .env("CARGO_OFFLOAD_DEVICE_SYSROOT", crate::device_sysroot::device_sysroot(cache));
+    enter = enter.env("PATH", path).env("RUSTC", cache.stage1_rustc());
+    // A caller's own value passes through, as every `CARGO*` variable does.
+    if std::env::var_os("CARGO_OFFLOAD_DEVICE_SYSROOT").is_none() {
+        let sysroot = crate::device_sysroot::device_sysroot(cache);
+        enter = enter.env("CARGO_OFFLOAD_DEVICE_SYSROOT", sysroot);
+    }
     let cuda = crate::cuda::cuda_bin(cache);
     if cuda.join("ptxas").is_file() {
         enter = enter.env("CARGO_OFFLOAD_CUDA_BIN", cuda);
