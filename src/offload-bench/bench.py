@@ -29,28 +29,52 @@ with four compilers/modes side by side:
 and, for (d) only, a fifth column, `base-lto`: base as the offload authors configure it, the
 1.95-style suite built as a `cdylib` with `lto = "fat"` and `panic = "abort"` (the standard
 crates then emit bitcode only, and LTO keeps what the `#[no_mangle]` kernels reach), in a
-workspace of its own (`ws-lto`, package `suite_195_lto`).
+workspace of its own (`ws-lto`, package `suite_195_lto`, on a copy of `suite_195.rs`), and
+`stock-lto`: the same build by stock's compiler and flags (no `-Zoffload`). Stock has no
+`llvm-bitcode-linker` (a rustup component it lacks), so on nvptx its `cdylib` is linked by
+`-Clinker=` our stage-1 sysroot's, the program that links base-lto's; its image is the LTO'd
+module's bitcode (`--emit=llvm-bc` of the `cdylib`, see `rustc_wrapper.py`).
 
-Each mode is one cold `cargo build --release -j1 -Zbuild-std=core --target T` (the floor:
-`cargo check`, with every crate's `--emit` cut to metadata) of a workspace holding the example
-and the suite with 0, 1,000 and 5,000 unrelated functions appended (every fifth a generic one
-with a non-generic caller): the scaling series. The three suite packages build one crate,
+What users get, for (b), (c) and (d) (not (a): it builds no `core`):
+
+  ours-toolchain  ours (the same manifests) with `--sysroot` the toolchain's device sysroot
+                  (`--device-sysroot`, default `offload-device-sysroot` beside the stage-1
+                  folder of `--ours`: `<cache>/build/<host>/offload-device-sysroot`), whose
+                  `core` is built with `-Zalways-encode-mir`, and no `-Zbuild-std`: cargo
+                  compiles only the root crates, and the time is theirs.
+
+Each mode is one cold `cargo build --release -j1 -Zbuild-std=core --target T` (ours-toolchain:
+without `-Zbuild-std`; the floor: `cargo check`, with every crate's `--emit` cut to metadata)
+of a workspace holding the example and the suite with 0, 1,000 and 5,000 unrelated functions
+appended (every fifth a generic one with a non-generic caller): the scaling series (stock,
+base, ours, floor and ours-toolchain). The three suite packages build one crate,
 `suite`, under one `-C metadata`, so that their symbols are the same (cargo warns that their
 uplifted `libsuite.rlib` collide; the benchmark reads only what each compilation writes).
 Profile: opt-level 3, one codegen unit (the
 manifest pass implies one; the others get the same), `-j1` so that no two compilations
 overlap. `rustc_wrapper.py`, as `RUSTC_WRAPPER`, gives each root crate its own manifest and
 records each rustc's wall time and peak resident memory (`wait4`'s `ru_maxrss`). The time of
-(a) is the sum over the `core` graph's crates; of (b) and (c), that plus the root crate's, in
-the same run. Every build runs `--runs` times (modes interleaved within a run); reported:
-medians, the ratios stock/ours, base/ours and ours/floor, peak memory, and what the device
-bitcode defines in the first run (functions, bytes, and functions that no kernel reaches, from
-the IR's call graph), summed over the crates of the build.
+(a) is the sum over the `core` graph's crates; of (b), (c) and (d), that plus the root crate's,
+in the same run (ours-toolchain: the root crate's alone). Every build runs `--runs` times (modes interleaved within a run); reported:
+medians, the ratios stock/ours, base/ours, ours/floor, stock/ours-toolchain and (for (d))
+stock-lto/ours-toolchain, peak memory, and what the device bitcode defines in the first run
+(functions, bytes, and functions that no kernel reaches, from the IR's call graph), summed over
+the crates of the build.
 
-Kernel quality (`quality.csv`, columns `target, kernel, metric, base, ours`): each kernel of the
-example, of the suite (without unrelated functions) and of the 1.95-style suite, as base and
-ours built it in the first run, and of the realistic corpus of the complete-image tests
-(`corpus_images`, built apart from the timed runs); each compiled by the GPU vendors' tools as
+Whether each image links (first run, `links` in `results.json`'s images and summary rows, with
+the first undefined symbol where it does not): the root crate's image of stock, base, ours and
+ours-toolchain, and the `cdylib`'s of base-lto and stock-lto, through `vendor_check`
+(`ld.lld --no-undefined`; `ptxas` and `nvlink`). Ours and ours-toolchain must link (their image
+is the whole device program); stock's and base's root modules hold only the root crate's code
+(they link when they call nothing that `core`'s module defines), so for them, as for the LTO'd
+images, it is information. A `results.json` from before this column has each image's `vendor`
+outcome, from which `links` is derived.
+
+Kernel quality (`quality.csv`, columns `target, kernel, metric, base, ours, ours_toolchain`):
+each kernel of the example, of the suite (without unrelated functions) and of the 1.95-style
+suite, as base, ours and ours-toolchain built it in the first run, and of the realistic corpus
+of the complete-image tests (`corpus_images`, built apart from the timed runs); each compiled
+by the GPU vendors' tools as
 the offload runtime would: nvptx `llc -mcpu=sm_90 -O3` then `ptxas -arch=sm_90 -v` (registers,
 spill bytes stores plus loads, stack frame bytes); amdgcn `llc -mcpu=gfx90a -O3` (VGPRs, SGPRs, scratch bytes, and the number of ISA
 instructions of the kernel's body). Kernels are matched by item and generic arguments (ours:
@@ -58,13 +82,15 @@ the manifest's instance text; base: the kernel's name, where `axpy_f32` stands f
 `axpy::<f32>`, see `suite.rs`). Base's root module calls what `core` defines in another module
 (an external call the tools cannot see into); ours is the whole image.
 
-The edit loop: after each cold build of stock, base and ours, one constant of the suite's
-`jacobi2d` kernel is edited (`EDIT`) and the device image rebuilt by a warm `cargo build` (only
-the suite's crate recompiles; `core` is built); ours first reruns the host metadata pass (warm
-`cargo check`, only the edited crate), since the manifest records the kernel's definition. The
-source and the manifest are restored afterwards. Each run also times a plain cold `cargo check`
-of the same crates on the host, against the host metadata pass. The report gives the spread of
-each mode's time between runs, (max - min) / min.
+The edit loop: after each cold build of stock, base, ours and ours-toolchain, one constant of
+the suite's `jacobi2d` kernel is edited (`EDIT`) and the device image rebuilt by a warm `cargo
+build` (only the suite's crate recompiles; `core` is built, or the toolchain's); ours and
+ours-toolchain first rerun the host metadata pass (warm `cargo check`, only the edited crate),
+since the manifest records the kernel's definition. After stock-lto's, the same constant of the
+1.95-style suite's `jacobi2d` is edited and its fat-LTO `cdylib` rebuilt (`core` built; the
+LTO and the link are in the time). The sources and the manifest are restored afterwards. Each
+run also times a plain cold `cargo check` of the same crates on the host, against the host
+metadata pass. The report gives the spread of each mode's time between runs, (max - min) / min.
 
 Writes `results.json` (everything, per run), `results.csv` (medians), `scaling.csv`,
 `quality.csv`, `table.md` (the README table) and `results.png` (matplotlib, if installed) into
@@ -133,14 +159,27 @@ def vendor_check(bc, target, cuda_bin, scratch):
     return None
 
 
+def link_facts(vendor):
+    """(links, first undefined symbol) from `vendor_check`'s outcome as recorded (`"accepted"`
+    or its complaint): `"yes"`, `"no"` (with the symbol that `ld.lld` or `nvlink` names, if it
+    names one), or None when the image was not checked."""
+    if vendor is None:
+        return None, None
+    if vendor == "accepted":
+        return "yes", None
+    m = re.search(r"undefined symbol: (.+)$|Undefined reference to '([^']+)'", vendor)
+    return "no", (m.group(1) or m.group(2)).strip() if m else None
+
+
 QUALITY_ROOTS = ["offload_example", "suite_0", SUITE_195]
 # The realistic corpus of tests/run-make/offload-manifest-complete, in quality.csv only.
 CORPUS_ROOT = "corpus"
 
 
-def comparable(q):
-    """Whether a quality row holds two counts (not an expression LLVM could not evaluate)."""
-    return isinstance(q["base"], int) and isinstance(q["ours"], int)
+def comparable(q, mode="ours"):
+    """Whether a quality row holds two counts, base's and `mode`'s (`ours`, `ours_toolchain`;
+    not an expression LLVM could not evaluate, nor missing)."""
+    return isinstance(q["base"], int) and isinstance(q.get(mode), int)
 KERNEL_SYMBOL = re.compile(r"^_offload_kernel_(\w+)_[0-9a-f]{16}$")
 BASE_INSTANCE = re.compile(r"^(axpy|scale)_(f32|f64|i32|u32|u64)$")
 
@@ -303,8 +342,16 @@ def unrelated_functions(n):
 
 
 ROOTS = ["offload_example"] + [f"suite_{n}" for n in SCALING] + [SUITE_195]
-# The offload authors' configuration of base, for input (d): its package and mode.
-LTO_PACKAGE, LTO_MODE = "suite_195_lto", "base-lto"
+# The offload authors' configuration of base, for input (d): its package and mode; the same
+# build by the stock compiler.
+LTO_PACKAGE, LTO_MODE, STOCK_LTO_MODE = "suite_195_lto", "base-lto", "stock-lto"
+LTO_MODES = [LTO_MODE, STOCK_LTO_MODE]
+# Ours with the toolchain's `core` (the device sysroot), no `-Zbuild-std`: what users get.
+TOOLCHAIN_MODE = "ours-toolchain"
+# The modes whose images the vendor check links, in the table's order.
+LINK_MODES = ["stock", "base", "ours", TOOLCHAIN_MODE] + LTO_MODES
+# The host metadata pass of ours-toolchain's edit loop, labelled apart from ours'.
+HOST_EDIT = {"ours": "host-metadata-edit", TOOLCHAIN_MODE: "host-metadata-toolchain-edit"}
 
 
 def same_crate(package):
@@ -322,7 +369,11 @@ class Bench:
         self.args = args
         self.work = args.work
         self.rustc = {"stock": args.stock, "base": args.ours, "ours": args.ours, "floor": args.ours,
-                      LTO_MODE: args.ours}
+                      LTO_MODE: args.ours, STOCK_LTO_MODE: args.stock, TOOLCHAIN_MODE: args.ours}
+        # The nvptx linker of base-lto (our stage-1 sysroot's), which stock lacks.
+        self.bitcode_linker = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.ours))), "lib",
+                                           "rustlib", "x86_64-unknown-linux-gnu", "bin", "self-contained",
+                                           "llvm-bitcode-linker")
         self.samples = []  # one dict per compilation
         self.images = {}  # (target, mode, crate) -> image facts
         self.ws = os.path.join(self.work, "ws")
@@ -353,23 +404,29 @@ class Bench:
             with open(os.path.join(d, "Cargo.toml"), "w") as f:
                 f.write(f'[package]\nname = "{crate}"\nversion = "0.0.0"\nedition = "2024"\n\n'
                         f'[lib]\nname = "{lib}"\npath = "{path}"\ncrate-type = ["rlib"]\n')
-        # The offload authors' configuration: the 1.95-style suite as a fat-LTO `cdylib`.
+        # The offload authors' configuration: the 1.95-style suite as a fat-LTO `cdylib`, on a
+        # copy of the source (the edit loop edits it).
         d = os.path.join(self.ws_lto, LTO_PACKAGE)
         os.makedirs(d, exist_ok=True)
+        os.makedirs(os.path.join(self.ws_lto, "src"), exist_ok=True)
+        shutil.copy(self.args.suite_195, self.lto_source())
         with open(os.path.join(self.ws_lto, "Cargo.toml"), "w") as f:
             f.write(f"[workspace]\nmembers = [\"{LTO_PACKAGE}\"]\nresolver = \"2\"\n\n"
                     "[profile.release]\nopt-level = 3\ncodegen-units = 1\ndebug = false\nincremental = false\n"
                     "lto = \"fat\"\npanic = \"abort\"\n")
         with open(os.path.join(d, "Cargo.toml"), "w") as f:
             f.write(f'[package]\nname = "{LTO_PACKAGE}"\nversion = "0.0.0"\nedition = "2024"\n\n'
-                    f'[lib]\nname = "{SUITE_195}"\npath = "{self.args.suite_195}"\ncrate-type = ["cdylib"]\n')
+                    f'[lib]\nname = "{SUITE_195}"\npath = "{self.lto_source()}"\ncrate-type = ["cdylib"]\n')
+
+    def lto_source(self):
+        return os.path.join(self.ws_lto, "src", f"{SUITE_195}.rs")
 
     def cargo(self, run_index, target, mode, verb, flags, build_std, images=None, emit_bc=False,
               warm_from=None, label_target=None):
         """One cold `cargo VERB` of the workspace, `-j1` so that compilations do not overlap;
         records every logged rustc invocation as a sample (under `label_target` if given).
         With `warm_from`, a warm one in the target folder of that earlier mode instead. The
-        fat-LTO mode builds its own workspace."""
+        fat-LTO modes build their own workspace."""
         target_dir = os.path.join(self.work, "target", warm_from or mode)
         if not warm_from:
             shutil.rmtree(target_dir, ignore_errors=True)
@@ -400,7 +457,7 @@ class Bench:
             cmd.append("-Zbuild-std=core")
         out_path = os.path.join(self.work, "cargo.log")
         with open(out_path, "wb") as out:
-            ws = self.ws_lto if mode == LTO_MODE else self.ws
+            ws = self.ws_lto if (warm_from or mode) in LTO_MODES else self.ws
             code = subprocess.run(cmd, cwd=ws, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
         if code != 0:
             with open(out_path, "rb") as f:
@@ -420,13 +477,18 @@ class Bench:
             common.append(f"-Ctarget-cpu={TARGETS[target]}")
         if mode in ("base", LTO_MODE):
             common.append("-Zoffload=Device")
+        if mode == TOOLCHAIN_MODE:
+            # `core` from the toolchain, as `cargo offload` builds a device pass.
+            common += ["--sysroot", self.args.device_sysroot]
         flags = {"*": list(common)}
+        if mode == STOCK_LTO_MODE and target.startswith("nvptx") and os.path.exists(self.bitcode_linker):
+            flags[LTO_PACKAGE] = list(common) + [f"-Clinker={self.bitcode_linker}"]
         for crate in ROOTS:
             flags[crate] = list(common) + same_crate(crate)
             if mode in ("stock", "base"):
                 # The suite's generic kernels as non-generic ones (see suite.rs).
                 flags[crate] += ["--cfg", "offload_base"]
-            if mode == "ours":
+            if mode in ("ours", TOOLCHAIN_MODE):
                 flags[crate].append(f"-Zoffload=Device={os.path.join(self.manifests, crate + '.json')}")
         if mode == "ours":
             # `core` and `compiler_builtins` are in every root's graph: no roots, MIR for all.
@@ -438,13 +500,14 @@ class Bench:
                 + same_crate(c) for c in ROOTS}
 
     def edit_loop(self, r, target, mode):
-        """The edit loop, after a cold build of `mode`: one kernel of the suite edited
-        (`EDIT`), then a warm rebuild of the device image (`core` is built); for ours, the host
-        metadata pass of the edited crate first, since the manifest records the kernel's
-        definition. Samples `<mode>-edit` (and `host-metadata-edit`, labelled with the device
+        """The edit loop, after a cold build of `mode`: one kernel of the suite (of the
+        1.95-style suite's copy for stock-lto) edited (`EDIT`), then a warm rebuild of the
+        device image (`core` is built, or the toolchain's); for ours and ours-toolchain, the
+        host metadata pass of the edited crate first, since the manifest records the kernel's
+        definition. Samples `<mode>-edit` (and `HOST_EDIT[mode]`, labelled with the device
         target). The source and the manifest are restored afterwards."""
         host = "x86_64-unknown-linux-gnu"
-        path = os.path.join(self.ws, "src", "suite_0.rs")
+        path = self.lto_source() if mode == STOCK_LTO_MODE else os.path.join(self.ws, "src", "suite_0.rs")
         with open(path) as f:
             original = f.read()
         if EDIT[0] not in original:
@@ -452,20 +515,25 @@ class Bench:
         try:
             with open(path, "w") as f:
                 f.write(original.replace(EDIT[0], EDIT[1], 1))
-            if mode == "ours":
-                self.cargo(r, host, "host-metadata-edit", "check", self.host_metadata_flags(), build_std=False,
+            if mode in HOST_EDIT:
+                self.cargo(r, host, HOST_EDIT[mode], "check", self.host_metadata_flags(), build_std=False,
                            warm_from="host-metadata", label_target=target)
-            self.cargo(r, target, f"{mode}-edit", "build", self.device_flags(target, mode), build_std=True,
-                       emit_bc=(mode == "stock"), warm_from=mode)
+            self.cargo(r, target, f"{mode}-edit", "build", self.device_flags(target, mode),
+                       build_std=(mode != TOOLCHAIN_MODE), emit_bc=(mode == "stock"), warm_from=mode)
         finally:
             with open(path, "w") as f:
                 f.write(original)
-        if mode == "ours":
+        if mode in HOST_EDIT:
             # The manifest of the unedited source again, for the builds that follow.
             self.cargo(r, host, "host-metadata-restore", "check", self.host_metadata_flags(), build_std=False,
                        warm_from="host-metadata")
 
     def run_all(self):
+        for target in self.args.targets:
+            lib = os.path.join(self.args.device_sysroot, "lib", "rustlib", target, "lib")
+            if not os.path.isdir(lib):
+                sys.exit(f"error: [BENCH] the device sysroot has no `core` for {target} ({lib} is missing): "
+                         "build the toolchain (`./x.py build`) or pass --device-sysroot")
         self.prepare_workspace()
         host = "x86_64-unknown-linux-gnu"
         for r in range(self.args.runs):
@@ -477,17 +545,17 @@ class Bench:
             self.cargo(r, host, "check", "check", {c: same_crate(c) for c in ROOTS}, build_std=False)
             for target in self.args.targets:
                 # The order of the modes turns by one each run, so that none is always first.
-                modes = MODES + [LTO_MODE]
+                modes = MODES + LTO_MODES + [TOOLCHAIN_MODE]
                 for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
                     t0 = time.perf_counter()
                     images = os.path.join(self.work, "images", target, mode) if r == 0 and mode != "floor" else None
                     self.cargo(r, target, mode, "check" if mode == "floor" else "build",
-                               self.device_flags(target, mode), build_std=True, images=images,
-                               emit_bc=(mode == "stock"))
+                               self.device_flags(target, mode), build_std=(mode != TOOLCHAIN_MODE), images=images,
+                               emit_bc=(mode in ("stock", STOCK_LTO_MODE)))
                     if images:
                         self.inspect(target, mode, images)
                     log(f"  {target} {mode}: {time.perf_counter() - t0:.1f} s")
-                    if mode in ("stock", "base", "ours"):
+                    if mode in ("stock", "base", "ours", TOOLCHAIN_MODE, STOCK_LTO_MODE):
                         self.edit_loop(r, target, mode)
 
     def inspect(self, target, mode, images):
@@ -497,14 +565,14 @@ class Bench:
         crates = {s["crate"] for s in self.samples if s["target"] == target and s["mode"] == mode}
         graphs = {}
         for crate in sorted(crates):
-            if mode == "stock":
+            if mode in ("stock", STOCK_LTO_MODE):
                 bc = os.path.join(images, f"{crate}.bc")
             else:
                 image = os.path.join(images, f"{crate}.host.out")
                 bc = image_bitcode(image, target, images) if os.path.exists(image) else None
             if not bc or not os.path.exists(bc):
                 # No image: with a manifest, `core` and its companions codegen nothing.
-                if crate in ROOTS + [LTO_PACKAGE] and mode in ("stock", "base", "ours", LTO_MODE):
+                if crate in ROOTS + [LTO_PACKAGE] and mode in LINK_MODES:
                     sys.exit(f"error: [BENCH] {target} {mode}: crate `{crate}` left no device code in {images}")
                 self.images[(target, mode, crate)] = None
                 continue
@@ -514,17 +582,19 @@ class Bench:
                 digest = hashlib.sha256(f.read()).hexdigest()
             vendor = None
             if crate in ROOTS + [LTO_PACKAGE] and self.args.cuda_bin:
-                # Whether the GPU vendors' tools accept the image. Ours must: it is the whole
-                # device program. Stock's and base's root modules are not (their `core` lies in
-                # another module), so for them this is information, not a requirement; nor is
-                # it for the fat-LTO image, though LTO made it whole.
+                # Whether the GPU vendors' tools accept (link) the image. Ours must, with either
+                # `core`: it is the whole device program. Stock's and base's root modules need
+                # not be (their `core` lies in another module), so for them this is information,
+                # not a requirement; nor is it for the fat-LTO images, though LTO made them whole.
                 vendor = vendor_check(bc, target, self.args.cuda_bin, images) or "accepted"
                 log(f"  {target} {mode} {crate}: vendor tools: {vendor}")
-                if mode == "ours" and vendor != "accepted":
-                    sys.exit(f"error: [BENCH] {target} ours: the image of `{crate}` fails the vendor check: {vendor}")
+                if mode in ("ours", TOOLCHAIN_MODE) and vendor != "accepted":
+                    sys.exit(f"error: [BENCH] {target} {mode}: the image of `{crate}` fails the vendor check: {vendor}")
+            links, undefined = link_facts(vendor)
             self.images[(target, mode, crate)] = dict(functions=functions, kernels=kernels, unreached=unreached,
-                                                      bytes=os.path.getsize(bc), sha256=digest, vendor=vendor)
-        if mode == LTO_MODE:
+                                                      bytes=os.path.getsize(bc), sha256=digest, vendor=vendor,
+                                                      links=links, undefined=undefined)
+        if mode in LTO_MODES:
             # What fat LTO left in the `cdylib`'s image is the device program; the standard
             # crates' images are the bitcode that LTO read.
             if LTO_PACKAGE in graphs:
@@ -581,7 +651,8 @@ class Bench:
         for target in self.args.targets:
             for label, roots in ROWS:
                 row = dict(target=target, input=label)
-                for mode in MODES:
+                # Ours-toolchain builds no `core`: for (a) it has no crates, and its cells are empty.
+                for mode in MODES + [TOOLCHAIN_MODE]:
                     crates = self.crates(target, mode, roots)
                     row[f"{mode}_crates"] = " ".join(crates)
                     row[f"{mode}_s"] = self.measure(target, mode, crates, "seconds")
@@ -595,28 +666,39 @@ class Bench:
                         # kernels cannot be computed for it.
                         row[f"{mode}_unreached"] = img["unreached"] if mode != "stock" else None
                         row[f"{mode}_bytes"] = img["bytes"]
-                # The fat-LTO configuration builds only input (d), in a workspace of its own.
-                lto_crates = self.crates(target, LTO_MODE, []) if roots == [SUITE_195] else []
-                row[f"{LTO_MODE}_crates"] = " ".join(lto_crates)
-                row[f"{LTO_MODE}_s"] = self.measure(target, LTO_MODE, lto_crates, "seconds") if lto_crates else None
-                rss = self.measure(target, LTO_MODE, lto_crates, "max_rss_kib") if lto_crates else None
-                row[f"{LTO_MODE}_rss_mib"] = rss / 1024 if rss is not None else None
-                img = self.images.get((target, LTO_MODE, "row:" + label)) if lto_crates else None
-                if img:
-                    for key in ("functions", "kernels", "unreached", "bytes"):
-                        row[f"{LTO_MODE}_{key}"] = img[key]
-                for mode in MODES + [LTO_MODE]:
-                    row[f"{mode}_spread"] = self.spread(target, mode, self.crates(target, mode, roots)
-                                                       if mode != LTO_MODE else lto_crates)
+                # The fat-LTO configurations build only input (d), in a workspace of their own.
+                lto_crates = {}
+                for mode in LTO_MODES:
+                    crates = lto_crates[mode] = self.crates(target, mode, []) if roots == [SUITE_195] else []
+                    row[f"{mode}_crates"] = " ".join(crates)
+                    row[f"{mode}_s"] = self.measure(target, mode, crates, "seconds") if crates else None
+                    rss = self.measure(target, mode, crates, "max_rss_kib") if crates else None
+                    row[f"{mode}_rss_mib"] = rss / 1024 if rss is not None else None
+                    img = self.images.get((target, mode, "row:" + label)) if crates else None
+                    if img:
+                        for key in ("functions", "kernels", "unreached", "bytes"):
+                            row[f"{mode}_{key}"] = img[key]
+                for mode in MODES + LTO_MODES + [TOOLCHAIN_MODE]:
+                    row[f"{mode}_spread"] = self.spread(target, mode, lto_crates[mode] if mode in LTO_MODES
+                                                        else self.crates(target, mode, roots))
+                # Whether the image links: the root crate's, or the `cdylib`'s (see `inspect`).
+                for mode in LINK_MODES:
+                    crate = (LTO_PACKAGE if roots == [SUITE_195] else None) if mode in LTO_MODES else (
+                        roots[0] if roots else None)
+                    facts = self.images.get((target, mode, crate)) if crate else None
+                    row[f"{mode}_links"], row[f"{mode}_undefined"] = link_facts(facts.get("vendor") if facts else None)
                 ratio = lambda a, b: a / b if a is not None and b else None
                 row[f"{LTO_MODE}/ours"] = ratio(row[f"{LTO_MODE}_s"], row["ours_s"])
                 row["stock/ours"] = ratio(row["stock_s"], row["ours_s"])
                 row["base/ours"] = ratio(row["base_s"], row["ours_s"])
                 row["ours/floor"] = ratio(row["ours_s"], row["floor_s"])
+                toolchain_s = row[f"{TOOLCHAIN_MODE}_s"]
+                row[f"stock/{TOOLCHAIN_MODE}"] = ratio(row["stock_s"], toolchain_s)
+                row[f"{STOCK_LTO_MODE}/{TOOLCHAIN_MODE}"] = ratio(row[f"{STOCK_LTO_MODE}_s"], toolchain_s)
                 rows.append(row)
         scaling = []
         for target in self.args.targets:
-            for mode in MODES:
+            for mode in MODES + [TOOLCHAIN_MODE]:
                 t0 = self.measure(target, mode, ["suite_0"], "seconds")
                 img0 = self.images.get((target, mode, "suite_0"))
                 for n in SCALING:
@@ -636,13 +718,15 @@ class Bench:
         edit = []
         for target in self.args.targets:
             row = dict(target=target)
-            for mode in ("stock", "base", "ours", "host-metadata"):
+            for mode in ("stock", "base", "ours", "host-metadata", TOOLCHAIN_MODE, "host-metadata-toolchain",
+                         STOCK_LTO_MODE):
                 key = f"{mode}-edit"
                 crates = sorted({s["crate"] for s in self.samples if s["target"] == target and s["mode"] == key})
                 row[f"{mode}_s"] = self.measure(target, key, crates, "seconds") if crates else None
                 row[f"{mode}_crates"] = " ".join(crates)
-            if row["ours_s"] is not None and row["host-metadata_s"] is not None:
-                row["ours_total_s"] = row["ours_s"] + row["host-metadata_s"]
+            for mode, host_pass in (("ours", "host-metadata"), (TOOLCHAIN_MODE, "host-metadata-toolchain")):
+                if row[f"{mode}_s"] is not None and row[f"{host_pass}_s"] is not None:
+                    row[f"{mode}_total_s"] = row[f"{mode}_s"] + row[f"{host_pass}_s"]
             edit.append(row)
         self.host_check, self.edit_rows = check, edit
         return rows, scaling, host
@@ -651,9 +735,10 @@ class Bench:
         """The realistic corpus of the complete-image tests (`corpus.rs` and its dependency
         `devlib.rs`, in `--corpus`), through the host metadata pass and then the device passes
         of base (`--cfg offload_base`: its generic kernel's two instances as non-generic
-        kernels) and ours, for `target`, as that test builds them: opt-level 3, `core` from our
-        sysroot (built with `-Zalways-encode-mir`), one codegen unit. Not timed. Returns ({mode: image}, manifest).
-        Raises ValueError, naming the compilation, if one fails."""
+        kernels), ours and ours-toolchain (`--sysroot` the device sysroot, if it has the
+        target), for `target`, as that test builds them: opt-level 3, `core` from our sysroot
+        (built with `-Zalways-encode-mir`), one codegen unit. Not timed. Returns ({mode: image},
+        manifest). Raises ValueError, naming the compilation, if one fails."""
         work = os.path.join(self.work, "corpus", target)
         shutil.rmtree(work, ignore_errors=True)
         host = os.path.join(work, "host")
@@ -673,8 +758,10 @@ class Bench:
         rustc(host_pass + ["--crate-type", "lib", corpus, "-Cmetadata=corpus-host",
                            "--extern", f"devlib={os.path.join(host, 'libdevlib.rmeta')}"])
         images = {}
-        for mode, flags in (("base", ["-Zoffload=Device", "--cfg", "offload_base"]),
-                            ("ours", [f"-Zoffload=Device={manifest}"])):
+        modes = [("base", ["-Zoffload=Device", "--cfg", "offload_base"]), ("ours", [f"-Zoffload=Device={manifest}"])]
+        if os.path.isdir(os.path.join(self.args.device_sysroot, "lib", "rustlib", target, "lib")):
+            modes.append((TOOLCHAIN_MODE, [f"-Zoffload=Device={manifest}", "--sysroot", self.args.device_sysroot]))
+        for mode, flags in modes:
             out = os.path.join(work, mode)
             os.makedirs(out)
             # One codegen unit, as the benchmark's builds: base writes one image per module,
@@ -691,13 +778,15 @@ class Bench:
         return images, manifest
 
     def quality(self):
-        """Rows `target, kernel, metric, base, ours` for each kernel of the quality roots that
-        both modes built (see the module documentation), and of the realistic corpus
-        (`corpus_images`); the roots are left out when the first run's images are gone."""
+        """Rows `target, kernel, metric, base, ours, ours_toolchain` for each kernel of the
+        quality roots that base and ours built (see the module documentation), and of the
+        realistic corpus (`corpus_images`); ours_toolchain is empty where it has no image (a
+        run before it existed). The roots are left out when the first run's images are gone."""
         rows = []
+        quality_modes = ("base", "ours", TOOLCHAIN_MODE)
         for target in self.args.targets:
             sources = [(root, {mode: os.path.join(self.work, "images", target, mode, f"{root}.host.out")
-                               for mode in ("base", "ours")}, os.path.join(self.manifests, f"{root}.json"))
+                               for mode in quality_modes}, os.path.join(self.manifests, f"{root}.json"))
                        for root in QUALITY_ROOTS]
             if self.args.corpus:
                 try:
@@ -706,11 +795,11 @@ class Bench:
                     log(f"kernel quality: {target} {CORPUS_ROOT}: left out: {e}")
             for root, mode_images, manifest in sources:
                 by_mode = {}
-                for mode in ("base", "ours"):
-                    image = mode_images[mode]
+                for mode in quality_modes:
+                    image = mode_images.get(mode)
+                    if not image or not os.path.exists(image):
+                        continue
                     images = os.path.dirname(image)
-                    if not os.path.exists(image):
-                        break
                     bc = image_bitcode(image, target, images)
                     if target.startswith("nvptx"):
                         if not self.args.cuda_bin:
@@ -719,22 +808,24 @@ class Bench:
                     else:
                         metrics = amdgcn_quality(bc, images)
                     texts = {}
-                    if mode == "ours":
+                    if mode != "base":
                         with open(manifest) as f:
                             texts = {k["symbol"]: k["kernel"] for k in json.load(f)["kernels"]}
                     by_mode[mode] = {kernel_label(sym, texts.get(sym)): m for sym, m in metrics.items()}
-                if len(by_mode) != 2:
+                if "base" not in by_mode or "ours" not in by_mode:
                     log(f"kernel quality: {target} {root}: no image of base or ours, or no ptxas; left out")
                     continue
-                for mode, other in (("base", "ours"), ("ours", "base")):
-                    missing = sorted(set(by_mode[other]) - set(by_mode[mode]))
+                for mode, other in (("base", "ours"), ("ours", "base"), (TOOLCHAIN_MODE, "ours")):
+                    missing = sorted(set(by_mode[other]) - set(by_mode.get(mode, by_mode[other])))
                     if missing:
                         log(f"kernel quality: {target} {root}: {mode} has no kernel {', '.join(missing)}")
+                toolchain = by_mode.get(TOOLCHAIN_MODE, {})
                 for kernel in sorted(set(by_mode["base"]) & set(by_mode["ours"])):
                     base, ours = by_mode["base"][kernel], by_mode["ours"][kernel]
                     for metric in sorted(set(base) & set(ours)):
                         rows.append(dict(target=target, kernel=f"{root}::{kernel}", metric=metric,
-                                         base=base[metric], ours=ours[metric]))
+                                         base=base[metric], ours=ours[metric],
+                                         ours_toolchain=toolchain.get(kernel, {}).get(metric)))
         return rows
 
     def write(self):
@@ -749,14 +840,15 @@ class Bench:
             quality = []
         if quality:
             with open(os.path.join(out, "quality.csv"), "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=["target", "kernel", "metric", "base", "ours"])
+                w = csv.DictWriter(f, fieldnames=["target", "kernel", "metric", "base", "ours", "ours_toolchain"])
                 w.writeheader()
                 w.writerows(quality)
-            worse = [q for q in quality if comparable(q) and q["ours"] > q["base"]]
-            log(f"kernel quality: {len(quality)} rows, {len({(q['target'], q['kernel']) for q in quality})} "
-                f"kernels, ours worse than base in {len(worse)}: "
-                + ", ".join(f"{q['target'].split('-')[0]} {q['kernel']} {q['metric']} {q['base']}->{q['ours']}"
-                            for q in worse))
+            for mode in ("ours", "ours_toolchain"):
+                worse = [q for q in quality if comparable(q, mode) and q[mode] > q["base"]]
+                log(f"kernel quality: {len(quality)} rows, {len({(q['target'], q['kernel']) for q in quality})} "
+                    f"kernels, {mode} worse than base in {len(worse)}: "
+                    + ", ".join(f"{q['target'].split('-')[0]} {q['kernel']} {q['metric']} {q['base']}->{q[mode]}"
+                                for q in worse))
         self.quality_rows = quality
         meta = getattr(self, "meta", None) or dict(
             date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -806,34 +898,49 @@ class Bench:
             "configure it: the 1.95-style suite as a `cdylib` with `lto = \"fat\"` and `panic = \"abort\"` "
             "(the standard crates emit bitcode only; its functions and bytes are the LTO'd image's). "
             "stock and base build the suite with `--cfg offload_base` (its four launched generic "
-            "instances as non-generic kernels). The host metadata pass that ours needs is not in these "
-            "times (below). Device code, first run: functions defined by the crates' bitcode together, "
+            "instances as non-generic kernels). What users get: ours-toolchain ((b), (c) and (d)) = ours "
+            "with `core` from the toolchain's device sysroot (`--sysroot`, built with `-Zalways-encode-mir`) "
+            "and no `-Zbuild-std`, so its seconds are the root crate's alone; stock-lto ((d)) = stock "
+            "building base-lto's `cdylib` (on nvptx linked by our `llvm-bitcode-linker`, which rustup's "
+            "1.95.0 lacks; its functions and bytes are the LTO'd module's). The host metadata pass that "
+            "ours and ours-toolchain need is not in these times (below). Device code, first run: functions "
+            "defined by the crates' bitcode together, "
             "unreached = reached from no kernel through calls or globals (not computable for stock, "
-            "which marks no kernels), bytes of bitcode.",
+            "which marks no kernels), bytes of bitcode. links = whether the vendors' tools link the root "
+            "crate's image (the `cdylib`'s for base-lto and stock-lto) with no undefined symbol (`ld.lld "
+            "--no-undefined`; `ptxas` and `nvlink`); stock's and base's root modules hold only the root "
+            "crate's code, and link when they call nothing that `core`'s module defines.",
             "",
             "| target | input | stock s | base s | ours s | floor s | base-lto s | stock/ours | base/ours "
             "| base-lto/ours | ours/floor | peak MiB stock/base/ours/floor | functions stock/base/ours "
-            "| unreached base/ours | bitcode bytes stock/base/ours | kernels ours | base-lto functions / bytes |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| unreached base/ours | bitcode bytes stock/base/ours | kernels ours | base-lto functions / bytes "
+            "| ours-toolchain s | stock-lto s | stock/ours-toolchain | stock-lto/ours-toolchain "
+            "| ours-toolchain functions / bytes | stock-lto functions / bytes "
+            "| links stock/base/ours/ours-toolchain/base-lto/stock-lto |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
+        pair = lambda r, m: "-" if r.get(f"{m}_functions") is None else f"{r[f'{m}_functions']} / {r[f'{m}_bytes']}"
         for r in rows:
             rss = "/".join(fmt(r.get(m + "_rss_mib"), "{:.0f}") for m in MODES)
-            lto = "-" if r.get(f"{LTO_MODE}_functions") is None else (
-                f"{r[f'{LTO_MODE}_functions']} / {r[f'{LTO_MODE}_bytes']}")
+            links = "/".join(fmt(r.get(f"{m}_links"), "{}") for m in LINK_MODES)
             lines.append(
                 f"| {r['target']} | {r['input']} | {fmt(r['stock_s'])} | {fmt(r['base_s'])} | {fmt(r['ours_s'])} "
                 f"| {fmt(r['floor_s'])} | {fmt(r.get(f'{LTO_MODE}_s'))} | {fmt(r['stock/ours'])} "
                 f"| {fmt(r['base/ours'])} | {fmt(r.get(f'{LTO_MODE}/ours'))} | {fmt(r['ours/floor'])} "
                 f"| {rss} | {trio(r, 'functions')} | {trio(r, 'unreached', ('base', 'ours'))} "
-                f"| {trio(r, 'bytes')} | {fmt(r.get('ours_kernels'), '{}')} | {lto} |")
+                f"| {trio(r, 'bytes')} | {fmt(r.get('ours_kernels'), '{}')} | {pair(r, LTO_MODE)} "
+                f"| {fmt(r.get(f'{TOOLCHAIN_MODE}_s'))} | {fmt(r.get(f'{STOCK_LTO_MODE}_s'))} "
+                f"| {fmt(r.get(f'stock/{TOOLCHAIN_MODE}'))} | {fmt(r.get(f'{STOCK_LTO_MODE}/{TOOLCHAIN_MODE}'))} "
+                f"| {pair(r, TOOLCHAIN_MODE)} | {pair(r, STOCK_LTO_MODE)} | {links} |")
         spread = lambda r, m: "-" if not r.get(f"{m}_spread") else "{:.2f}-{:.2f} ({:.0%})".format(
             r[f"{m}_spread"][0], r[f"{m}_spread"][1], (r[f"{m}_spread"][1] - r[f"{m}_spread"][0]) / r[f"{m}_spread"][0])
         lines += ["", f"Spread between the runs ({meta['runs']}): each mode's fastest and slowest run, seconds, and "
                       "(max - min) / min.", "",
-                  "| target | input | stock | base | ours | floor | base-lto |", "|---|---|---|---|---|---|---|"]
+                  "| target | input | stock | base | ours | floor | base-lto | stock-lto | ours-toolchain |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             lines.append(f"| {r['target']} | {r['input']} | "
-                         + " | ".join(spread(r, m) for m in MODES + [LTO_MODE]) + " |")
+                         + " | ".join(spread(r, m) for m in MODES + LTO_MODES + [TOOLCHAIN_MODE]) + " |")
         lines += ["", "Scaling: the suite's crate alone (its `core` unchanged) with 1,000 or 5,000 unrelated "
                       "functions appended, the three variants one crate to rustc (`suite`, one `-C metadata`): "
                       "rustc seconds, functions defined and bitcode bytes (change from +0), and whether the "
@@ -842,7 +949,7 @@ class Bench:
                   "| identical bitcode +1000/+5000 |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for target in self.args.targets:
-            for mode in MODES:
+            for mode in MODES + [TOOLCHAIN_MODE]:
                 pts = {s["unrelated"]: s for s in scaling if s["target"] == target and s["mode"] == mode}
                 cell = lambda n, key, delta, f: fmt(pts[n][key], f) + (
                     "" if n == 0 or pts[n][delta] is None else " (" + f.replace("{", "{:+").replace("{:+:", "{:+").format(pts[n][delta]) + ")")
@@ -859,37 +966,53 @@ class Bench:
         if edit:
             lines += ["Edit loop: one kernel of the suite edited (a constant of `jacobi2d`), then the device "
                       "image rebuilt with `core` already built (warm `cargo build`, seconds of rustc, median); "
-                      "ours also reruns the host metadata pass of the edited crate, since the manifest records "
-                      "the kernel's definition:", "",
-                      "| target | stock s | base s | ours s (host metadata + device) | stock/ours | base/ours |",
-                      "|---|---|---|---|---|---|"]
+                      "ours and ours-toolchain (`core` from the toolchain) also rerun the host metadata pass of "
+                      "the edited crate, since the manifest records the kernel's definition; stock-lto: the same "
+                      "constant of the 1.95-style suite edited, its fat-LTO `cdylib` rebuilt (LTO and link "
+                      "included):", "",
+                      "| target | stock s | base s | ours s (host metadata + device) | stock/ours | base/ours "
+                      "| ours-toolchain s (host metadata + device) | stock-lto s | stock/ours-toolchain "
+                      "| stock-lto/ours-toolchain |",
+                      "|---|---|---|---|---|---|---|---|---|---|"]
             for e in edit:
-                total = e.get("ours_total_s")
-                ratio = lambda a: fmt(a / total) if a is not None and total else "-"
+                total, tc_total = e.get("ours_total_s"), e.get(f"{TOOLCHAIN_MODE}_total_s")
+                ratio = lambda a, b=total: fmt(a / b) if a is not None and b else "-"
                 lines.append(f"| {e['target']} | {fmt(e['stock_s'])} | {fmt(e['base_s'])} | {fmt(total)} "
                              f"({fmt(e['host-metadata_s'])} + {fmt(e['ours_s'])}) | {ratio(e['stock_s'])} "
-                             f"| {ratio(e['base_s'])} |")
+                             f"| {ratio(e['base_s'])} | {fmt(tc_total)} ({fmt(e.get('host-metadata-toolchain_s'))} + "
+                             f"{fmt(e.get(f'{TOOLCHAIN_MODE}_s'))}) | {fmt(e.get(f'{STOCK_LTO_MODE}_s'))} "
+                             f"| {ratio(e['stock_s'], tc_total)} | {ratio(e.get(f'{STOCK_LTO_MODE}_s'), tc_total)} |")
             lines.append("")
         quality = getattr(self, "quality_rows", [])
         if quality:
             lines += ["Kernel quality, first run (`quality.csv`: the kernels of the example, the suite, the "
                       "1.95-style suite and the realistic corpus through the "
                       "vendors' tools; nvptx: `ptxas -v` registers, spill and stack bytes; amdgcn: VGPRs, SGPRs, "
-                      "scratch bytes, ISA instructions), rows where ours is below / equal to / above base:", ""]
+                      "scratch bytes, ISA instructions), rows where ours is below / equal to / above base, and "
+                      "the same for ours-toolchain (`core` from the toolchain):", ""]
             for target in self.args.targets:
                 rows_t = [q for q in quality if q["target"] == target]
                 if not rows_t:
                     continue
                 kernels = len({q["kernel"] for q in rows_t})
-                counted = [q for q in rows_t if comparable(q)]
-                below = sum(q["ours"] < q["base"] for q in counted)
-                equal = sum(q["ours"] == q["base"] for q in counted)
-                above = [q for q in counted if q["ours"] > q["base"]]
-                odd = len(rows_t) - len(counted)
-                lines.append(f"- {target}: {kernels} kernels, {len(rows_t)} rows: {below} / {equal} / {len(above)}"
-                             + (f", {odd} not comparable (a count LLVM gives as an expression)" if odd else "")
-                             + ("" if not above else " (" + ", ".join(
-                                 f"{q['kernel']} {q['metric']} {q['base']} -> {q['ours']}" for q in above) + ")"))
+                parts = []
+                for mode in ("ours", "ours_toolchain"):
+                    # A run before ours-toolchain existed, or a kernel its image lacks: no value.
+                    measured = [q for q in rows_t if q.get(mode) is not None]
+                    if not measured:
+                        parts.append(f"{mode.replace('_', '-')} -")
+                        continue
+                    counted = [q for q in measured if comparable(q, mode)]
+                    below = sum(q[mode] < q["base"] for q in counted)
+                    equal = sum(q[mode] == q["base"] for q in counted)
+                    above = [q for q in counted if q[mode] > q["base"]]
+                    odd, missing = len(measured) - len(counted), len(rows_t) - len(measured)
+                    parts.append(f"{mode.replace('_', '-')} {below} / {equal} / {len(above)}"
+                                 + (f", {odd} not comparable (a count LLVM gives as an expression)" if odd else "")
+                                 + (f", {missing} without a value" if missing else "")
+                                 + ("" if not above else " (" + ", ".join(
+                                     f"{q['kernel']} {q['metric']} {q['base']} -> {q[mode]}" for q in above) + ")"))
+                lines.append(f"- {target}: {kernels} kernels, {len(rows_t)} rows: " + "; ".join(parts))
             lines.append("")
         return "\n".join(lines)
 
@@ -1040,6 +1163,8 @@ def main():
     p.add_argument("--work", required=True, help="scratch folder (emptied)")
     p.add_argument("--results", required=True, help="where results.{json,csv,png} and table.md go")
     p.add_argument("--cuda-bin", help="folder of NVIDIA's ptxas and nvlink, for the vendor check of images")
+    p.add_argument("--device-sysroot", help="the toolchain's device sysroot, for ours-toolchain (default: "
+                   "offload-device-sysroot beside the stage-1 folder of --ours, as `./x.py build` writes it)")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
     p.add_argument("--update-readme", metavar="README", help="replace the table between the bench markers")
@@ -1051,6 +1176,11 @@ def main():
     args = p.parse_args()
     if not args.suite_195:
         args.suite_195 = os.path.join(os.path.dirname(os.path.abspath(args.suite)), "suite_195.rs")
+    if not args.device_sysroot:
+        # --ours is `<cache>/build/<host>/stage1/bin/rustc`; the device sysroot is
+        # `<cache>/build/<host>/offload-device-sysroot`.
+        stage1 = os.path.dirname(os.path.dirname(os.path.abspath(args.ours)))
+        args.device_sysroot = os.path.join(os.path.dirname(stage1), "offload-device-sysroot")
     if not args.corpus:
         args.corpus = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "run-make",
                                    "offload-manifest-complete")
@@ -1074,7 +1204,7 @@ def main():
         bench.meta = data["meta"]
         if args.reinspect:
             for target in args.targets:
-                for mode in ["stock", "base", "ours", LTO_MODE]:
+                for mode in LINK_MODES:
                     images = os.path.join(args.work, "images", target, mode)
                     if os.path.isdir(images):
                         bench.inspect(target, mode, images)

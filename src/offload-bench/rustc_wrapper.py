@@ -17,7 +17,8 @@ After a crate's compilation, and outside the measured time, it keeps what the de
 that crate is for the image count: the offload image `host.out` that the compilation wrote in
 its `--out-dir` (copied to `$OFFLOAD_BENCH_IMAGES/<label>.host.out`), or, with
 `$OFFLOAD_BENCH_EMIT_BC` set (the stock compiler, which writes no image), the crate's LLVM
-bitcode from a second, unmeasured compilation with `--emit=llvm-bc`.
+bitcode from a second, unmeasured compilation with `--emit=llvm-bc` (of a fat-LTO `cdylib`, the
+module after LTO: rustc writes the bitcode of the module it codegens).
 """
 
 import json

@@ -5,8 +5,9 @@
 //! image holds exactly the launched kernels of that selection (the defined but unlaunched one
 //! never): default features, `--features sum`, `--no-default-features --features sum`. One
 //! launch passes `*const [f64; 64]` where the kernel takes `&[f64; 64]`, as rustc 1.95 accepts.
-//! Switching back to an earlier selection gives that selection's images again. On this
-//! machine, without a GPU, the program stops at its first launch naming the kernel.
+//! Switching back to an earlier selection gives that selection's images again, and a profile
+//! of the workspace's own (`--profile fast`) builds. On this machine, without a GPU, the
+//! program stops at its first launch naming the kernel.
 //! (1.95-style kernels are GPU-only: on the CPU device `target_os` is the host's, which selects
 //! the host's declarations.)
 
@@ -22,30 +23,14 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use cargo::{cargo_offload, copy_dir};
-use helpers::llvm_tool;
+use helpers::{code_object_kernels, cubin_kernels};
 use run_make_support::{cmd, cwd, source_root};
 
 /// The kernels of the `gfx90a` code object and of the `sm_90` cubin that `cargo offload` made
 /// in `ws` (`target/offload/images`).
 fn image_kernels(ws: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
     let images = ws.join("target/offload/images");
-    let amd = cmd(llvm_tool("llvm-nm"))
-        .arg(images.join("gfx90a.so"))
-        .run()
-        .stdout_utf8()
-        .lines()
-        .filter_map(|l| l.split_whitespace().last()?.strip_suffix(".kd").map(str::to_string))
-        .collect();
-    let nvidia = cmd(llvm_tool("llvm-readelf"))
-        .args(["-s", "-W"])
-        .arg(images.join("sm_90.cubin"))
-        .run()
-        .stdout_utf8()
-        .lines()
-        .filter(|l| l.contains(" FUNC ") && l.contains(" GLOBAL "))
-        .filter_map(|l| l.split_whitespace().last().map(str::to_string))
-        .collect();
-    (amd, nvidia)
+    (code_object_kernels(&images.join("gfx90a.so")), cubin_kernels(&images.join("sm_90.cubin")))
 }
 
 fn main() {
@@ -71,6 +56,10 @@ fn main() {
     cargo_offload(&ws, &["build", "--release", "--offload-arch=gfx90a,sm_90"]);
     let scale_only = BTreeSet::from(["k195_scale".to_string()]);
     assert_eq!(image_kernels(&ws), (scale_only.clone(), scale_only), "back to the defaults");
+    // A profile of the workspace's own (`--profile fast`) passes through to the host passes.
+    cargo_offload(&ws, &["build", "--profile", "fast", "--offload-arch=gfx90a,sm_90"]);
+    let fast = ws.join("target/offload/host/x86_64-unknown-linux-gnu/fast/app");
+    assert!(fast.is_file(), "no program at {}", fast.display());
     // No GPU here: the launch stops the program, naming `k195_scale`.
     let exe = ws.join("target/offload/host/x86_64-unknown-linux-gnu/release/app");
     let run = cmd(&exe).env_remove("LD_LIBRARY_PATH").run_fail();

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use cargo::{cargo_offload, cargo_offload_fails, compare_kernels, copy_dir, kernel_instructions};
-use helpers::{cuda_tool, llvm_tool, manifest_symbols};
+use helpers::{code_object_kernels, cubin_kernels, cuda_tool, llvm_tool, manifest_symbols};
 use run_make_support::{cmd, cwd, rfs, serde_json, source_root};
 
 /// `(arch, triple)` of each image `llvm-objdump --offloading` lists in `exe`.
@@ -178,23 +178,8 @@ fn main() {
         .arg(format!("--image=file={},triple=amdgcn-amd-amdhsa,arch=gfx90a", so.display()))
         .arg(format!("--image=file={},triple=nvptx64-nvidia-cuda,arch=sm_90", cubin.display()))
         .run();
-    let amd: BTreeSet<String> = cmd(llvm_tool("llvm-nm"))
-        .arg(&so)
-        .run()
-        .stdout_utf8()
-        .lines()
-        .filter_map(|l| l.split_whitespace().last()?.strip_suffix(".kd").map(str::to_string))
-        .collect();
-    assert_eq!(amd, kernels, "kernels of the gfx90a code object");
-    let nvidia: BTreeSet<String> = cmd(llvm_tool("llvm-readelf"))
-        .args(["-s", "-W"])
-        .arg(&cubin)
-        .run()
-        .stdout_utf8()
-        .lines()
-        .filter(|l| l.contains(" FUNC ") && l.contains(" GLOBAL "))
-        .filter_map(|l| l.split_whitespace().last().map(str::to_string))
-        .collect();
+    assert_eq!(code_object_kernels(&so), kernels, "kernels of the gfx90a code object");
+    let nvidia = cubin_kernels(&cubin);
     assert_eq!(nvidia, kernels, "kernels of the sm_90 cubin");
 
     // The registration's entries: one per kernel, named by its symbol.

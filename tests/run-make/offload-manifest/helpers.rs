@@ -67,6 +67,32 @@ pub fn cuda_tool(name: &str) -> PathBuf {
     tool
 }
 
+/// The kernels of an AMD code object (`<kernel>.kd` symbols, `llvm-nm`).
+#[allow(dead_code)] // not every test that includes these helpers reads code objects
+pub fn code_object_kernels(so: &Path) -> BTreeSet<String> {
+    cmd(llvm_tool("llvm-nm"))
+        .arg(so)
+        .run()
+        .stdout_utf8()
+        .lines()
+        .filter_map(|l| l.split_whitespace().last()?.strip_suffix(".kd").map(str::to_string))
+        .collect()
+}
+
+/// The kernels of an NVIDIA cubin (its global functions, `llvm-readelf -s`).
+#[allow(dead_code)] // not every test that includes these helpers reads cubins
+pub fn cubin_kernels(cubin: &Path) -> BTreeSet<String> {
+    cmd(llvm_tool("llvm-readelf"))
+        .args(["-s", "-W"])
+        .arg(cubin)
+        .run()
+        .stdout_utf8()
+        .lines()
+        .filter(|l| l.contains(" FUNC ") && l.contains(" GLOBAL "))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_string))
+        .collect()
+}
+
 /// What the GPU vendors' tools report on a device image that they accepted.
 #[allow(dead_code)] // not every test reads every field
 pub struct VendorReport {

@@ -254,7 +254,9 @@ impl<'a> Build<'a> {
             flags.push("--sysroot".to_string());
             flags.push(sysroot.display().to_string());
         }
-        let profile = &self.profile;
+        // The image crate has cargo's two built-in profiles: a custom profile of the user's
+        // workspace (`--profile NAME`) gets the optimized one.
+        let profile = if self.profile == "debug" { "debug" } else { "release" };
         let target_dir = self.dir.join(format!("device-{}", arch.name));
         let mut build = cargo_command(&self.cargo, "build");
         build
@@ -326,8 +328,14 @@ impl<'a> Build<'a> {
         let cargo_args = &self.inv.cargo_args;
         let mut clean = cargo_command(&self.cargo, "clean");
         clean.args(["--target", &self.host, "--target-dir"]).arg(self.dir.join("host"));
-        if self.profile == "release" {
-            clean.arg("--release");
+        match self.profile.as_str() {
+            "debug" => {}
+            "release" => {
+                clean.arg("--release");
+            }
+            custom => {
+                clean.args(["--profile", custom]);
+            }
         }
         if let Some(i) = cargo_args.iter().position(|a| a == "--manifest-path") {
             clean.args(&cargo_args[i..(i + 2).min(cargo_args.len())]);

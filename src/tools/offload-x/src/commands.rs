@@ -161,7 +161,8 @@ pub fn gpu_sysroot(cache: &Cache) -> PathBuf {
     cache.build().join(HOST).join("offload-gpu-sysroot")
 }
 
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+/// Copies the plain files of `from` into `to`, emptied first.
+pub fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     let _ = fs::remove_dir_all(to);
     fs::create_dir_all(to)?;
     for entry in fs::read_dir(from)? {

@@ -15,7 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::cache::{Cache, stage0_toolchain};
-use crate::commands::{gpu_sysroot, toolchain};
+use crate::commands::{copy_dir, gpu_sysroot, toolchain};
 use crate::pins::{GPU_TARGETS, HOST};
 use crate::ui::{Failure, Result, Timer, fail};
 
@@ -55,19 +55,6 @@ fn compiler_identity(cache: &Cache) -> String {
     format!("{RECIPE}\n{}", drivers.join("\n"))
 }
 
-/// Copies the plain files of `from` into `to`, emptied first.
-fn replace_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    let _ = fs::remove_dir_all(to);
-    fs::create_dir_all(to)?;
-    for entry in fs::read_dir(from)? {
-        let entry = entry?;
-        if entry.file_type()?.is_file() {
-            fs::copy(entry.path(), to.join(entry.file_name()))?;
-        }
-    }
-    Ok(())
-}
-
 /// Writes the device sysroot: the GPU targets' libraries of the stage-1 build, and the CPU
 /// device's `core`, rebuilt only when the compiler or the recipe changed (27 s here).
 pub fn ensure(cache: &Cache) -> Result<()> {
@@ -77,7 +64,7 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     };
     for (target, _) in GPU_TARGETS {
         let rel = format!("lib/rustlib/{target}/lib");
-        replace_dir(&gpu_sysroot(cache).join(&rel), &root.join(&rel))
+        copy_dir(&gpu_sysroot(cache).join(&rel), &root.join(&rel))
             .map_err(io(format!("cannot copy the {target} libraries to {}", root.display())))?;
     }
     let identity = compiler_identity(cache);
