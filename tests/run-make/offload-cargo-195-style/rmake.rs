@@ -55,7 +55,28 @@ fn main() {
     // images must be this selection's, not the last build's.
     cargo_offload(&ws, &["build", "--release", "--offload-arch=gfx90a,sm_90"]);
     let scale_only = BTreeSet::from(["k195_scale".to_string()]);
-    assert_eq!(image_kernels(&ws), (scale_only.clone(), scale_only), "back to the defaults");
+    assert_eq!(
+        image_kernels(&ws),
+        (scale_only.clone(), scale_only.clone()),
+        "back to the defaults"
+    );
+    // Back and forth between two selections of the program's features (dev profile): cargo
+    // keeps a build of the image crate per selection and finds the earlier one fresh, but the
+    // image (`host.out`) is the last build's unless `cargo offload` rebuilds it.
+    let with_sum = BTreeSet::from(["k195_scale".to_string(), "k195_sum".to_string()]);
+    let switches: [(&[&str], &BTreeSet<String>); 3] = [
+        (&["-p", "app", "--features", "sum"], &with_sum),
+        (&["-p", "app"], &scale_only),
+        (&["-p", "app", "--features", "sum"], &with_sum),
+    ];
+    for (features, expected) in switches {
+        let mut args = vec!["build", "--offload-arch=gfx90a,sm_90"];
+        args.extend(features);
+        cargo_offload(&ws, &args);
+        let (amd, nvidia) = image_kernels(&ws);
+        assert_eq!((&amd, &nvidia), (expected, expected), "dev profile, {features:?}");
+    }
+
     // A profile of the workspace's own (`--profile fast`) passes through to the host passes.
     cargo_offload(&ws, &["build", "--profile", "fast", "--offload-arch=gfx90a,sm_90"]);
     let fast = ws.join("target/offload/host/x86_64-unknown-linux-gnu/fast/app");

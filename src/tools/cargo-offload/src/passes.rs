@@ -266,6 +266,9 @@ impl<'a> Build<'a> {
             .args(if core == DeviceCore::BuildStd { &["-Zbuild-std=core"][..] } else { &[] })
             .args(["--target", &arch.target, "--target-dir"])
             .arg(&target_dir)
+            // An incremental build that reuses its one codegen unit skips the optimization in
+            // which rustc writes the image, leaving `host.out` missing or another build's.
+            .env("CARGO_INCREMENTAL", "0")
             .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"));
         let deps = target_dir.join(&arch.target).join(profile).join("deps");
         forget_other_image(&target_dir, &deps, image_crate, &flags)?;
