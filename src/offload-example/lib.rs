@@ -14,16 +14,20 @@
 //!   `-Zoffload=Device=<manifest>` (exactly the launched kernels and what they reach), then
 //!   `-Zoffload=Host=<image>`.
 //!
-//! Each kernel is one loop over its whole array, run by every thread of the launch. Kernels
-//! that read none of what they write (`stencil3`, `sum_reduce`) give the same result for any
-//! launch shape, so they are launched with the shapes a GPU would use. `saxpy` reads and
-//! writes `y`: several threads would each add `a * x` to it (on an H200 with 16 x 256 threads,
-//! `y` came out up to 12.25 times the reference), so it runs on one thread.
+//! `saxpy` and `stencil3` compute one element per work item, which reads its place in the
+//! grid through `core::offload` (the same on every device: GPUs and the CPU device), and they
+//! are launched over 16 blocks of 256 threads, one work item per element. `sum_reduce` is one
+//! loop over the whole array, run by each of its 64 threads; it reads none of what it writes,
+//! so every thread writes the same sum. (A first `saxpy` looped over the whole array in every
+//! work item: on an H200 with 16 x 256 threads, `y` came out up to 12.25 times the reference.)
 
 #![feature(rustc_attrs)]
 #![feature(core_intrinsics)]
+#![feature(gpu_offload)]
 #![no_std]
 #![allow(internal_features)]
+
+use core::offload::{block_dim_x, block_idx_x, thread_idx_x};
 
 /// The panic handler of the device image: kernels reach core's panic paths (bounds checks), and
 /// nothing else is linked into the image. The host build takes its panic handler from `std`.
@@ -38,24 +42,34 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
 /// Elements per array.
 pub const N: usize = 4096;
 
-/// `y[i] = a * x[i] + y[i]` for every `i`.
+/// The element of the calling work item: its index in a 1-D grid.
+fn element() -> usize {
+    (block_idx_x() * block_dim_x() + thread_idx_x()) as usize
+}
+
+/// `y[i] = a * x[i] + y[i]` for the work item's `i`.
 #[rustc_offload_kernel]
 pub fn saxpy(a: f32, x: *const [f32; N], y: *mut [f32; N]) {
-    let (x, y) = unsafe { (&*x, &mut *y) };
-    for (yi, xi) in y.iter_mut().zip(x.iter()) {
-        *yi = a * *xi + *yi;
+    let i = element();
+    if i < N {
+        // Raw places, not references: other work items write other elements of `y` meanwhile.
+        unsafe { (*y)[i] = a * (*x)[i] + (*y)[i] };
     }
 }
 
-/// 3-point Jacobi stencil with fixed ends: `out[i] = (in[i-1] + in[i] + in[i+1]) / 3`.
+/// 3-point Jacobi stencil with fixed ends: `out[i] = (in[i-1] + in[i] + in[i+1]) / 3` for the
+/// work item's `i`.
 #[rustc_offload_kernel]
 pub fn stencil3(input: *const [f32; N], out: *mut [f32; N]) {
-    let (input, out) = unsafe { (&*input, &mut *out) };
-    out[0] = input[0];
-    out[N - 1] = input[N - 1];
-    for (o, w) in out[1..N - 1].iter_mut().zip(input.windows(3)) {
-        *o = (w[0] + w[1] + w[2]) * (1.0 / 3.0);
-    }
+    let i = element();
+    let input = unsafe { &*input };
+    let value = match i {
+        0 => input[0],
+        _ if i == N - 1 => input[N - 1],
+        _ if i < N => (input[i - 1] + input[i] + input[i + 1]) * (1.0 / 3.0),
+        _ => return,
+    };
+    unsafe { (*out)[i] = value };
 }
 
 /// Sum of `x` into `out[0]`, summed per 64-element block to keep the rounding error small.
@@ -76,25 +90,25 @@ pub fn unused_fill(y: *mut [f32; N], value: f32) {
     y.fill(value);
 }
 
-/// `y = a * x + y` on the GPU, on one thread (see the module documentation).
+/// `y = a * x + y` on the GPU, one work item per element.
 #[cfg(target_arch = "x86_64")]
 #[inline(never)]
 pub fn launch_saxpy(a: f32, x: &[f32; N], y: &mut [f32; N]) {
     core::intrinsics::offload::<_, _, ()>(
         saxpy,
-        [1, 1, 1],
-        [1, 1, 1],
+        [(N / 256) as u32, 1, 1],
+        [256, 1, 1],
         (a, x as *const _, y as *mut _),
     )
 }
 
-/// One Jacobi step of `input` into `out` on the GPU.
+/// One Jacobi step of `input` into `out` on the GPU, one work item per element.
 #[cfg(target_arch = "x86_64")]
 #[inline(never)]
 pub fn launch_stencil3(input: &[f32; N], out: &mut [f32; N]) {
     core::intrinsics::offload::<_, _, ()>(
         stencil3,
-        [16, 1, 1],
+        [(N / 256) as u32, 1, 1],
         [256, 1, 1],
         (input as *const _, out as *mut _),
     )

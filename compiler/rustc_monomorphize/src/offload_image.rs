@@ -36,7 +36,11 @@ pub(crate) fn instantiate_upstream_in_image<'tcx>(
     def_id: DefId,
 ) -> bool {
     match tcx.def_kind(def_id) {
-        DefKind::Static { .. } => !tcx.is_thread_local_static(def_id),
+        // A GPU has no thread-local storage; the CPU device's image has its own, for `core`'s
+        // work-item state (`core::offload`) as for any thread-local that a kernel reaches.
+        DefKind::Static { .. } => {
+            !tcx.is_thread_local_static(def_id) || !tcx.sess.target.is_like_gpu
+        }
         DefKind::Ctor(..) => true,
         _ if tcx.is_mir_available(def_id) => true,
         _ => {

@@ -939,6 +939,10 @@ pub(crate) fn is_device_target(tcx: TyCtxt<'_>) -> bool {
             && target.binary_format == BinaryFormat::Elf)
 }
 
+/// The function of the CPU device's `core` (`--cfg offload_device`) that runs every work item of
+/// a launch's grid, by its symbol: `core::offload`'s `__rust_offload_cpu_launch`.
+pub(crate) const CPU_DEVICE_GRID_RUNNER: &str = "__rust_offload_cpu_launch";
+
 /// The mono item roots of the device pass with `-Zoffload=Device=<path>`: the manifest's kernel
 /// instances if this crate is the manifest's crate, none if it is another crate of its graph.
 pub(crate) fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> {
@@ -1092,6 +1096,20 @@ pub(crate) fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<
         roots.push(MonoItem::Fn(instance));
     }
     tcx.dcx().abort_if_errors();
+    // The offload runtime's CPU device calls a kernel once; the entry that the codegen gives
+    // each kernel of a CPU device image runs the launch's grid through `core`'s runner, which
+    // no kernel calls, so it is a root of its own (see `core::offload`).
+    if !tcx.sess.target.is_like_gpu {
+        let Some(runner) = crate::offload_image::symbol_definition(tcx, CPU_DEVICE_GRID_RUNNER)
+        else {
+            tcx.dcx().emit_fatal(errors::OffloadCpuDeviceCoreWithoutGridRunner {
+                path: path.to_string(),
+                runner: CPU_DEVICE_GRID_RUNNER,
+                target: tcx.sess.target.llvm_target.to_string(),
+            });
+        };
+        roots.push(MonoItem::Fn(Instance::mono(tcx, runner)));
+    }
     // `global_asm!` of the image crate belongs to the image whatever the kernels reach, as in
     // any other crate's object code.
     for id in tcx.hir_crate_items(()).free_items() {

@@ -1,0 +1,184 @@
+//! The CPU device runs every work item of a launch's grid, and `core::offload` tells each where
+//! it is, on the CPU device as on both GPU targets (issue: the CPU device runs the whole grid).
+//!
+//! `ws/` launches kernels written one work item per element, as GPU kernels are: a
+//! bounds-checked saxpy over 1,000,000 elements with 1,000,192 work items, a 2-D grid over a
+//! 300 x 200 array whose last row and column of blocks stick out, and a 3-D grid, each work
+//! item writing a mix of its thread index, block index, block and grid dimensions. Built with
+//! `cargo offload --offload-arch=host` and run: the program compares each result with the same
+//! computation as a plain loop (mismatches) and prints a checksum, which this test recomputes
+//! on its own. The bundled example's first saxpy, whose every work item loops over the whole
+//! array, launched over 4 blocks of 64 threads gives a wrong result: once per work item with
+//! one worker thread (`RUST_OFFLOAD_CPU_WORKERS=1`), racing otherwise.
+//!
+//! Built for `gfx90a,sm_90` the same kernels pass the vendor tools (`cargo offload` links each
+//! image with `ld.lld --no-undefined`, or `ptxas` and `nvlink`), and a kernel written with
+//! `core::offload` has the same PTX and ISA as the same kernel written with `core::arch`.
+
+//@ only-x86_64
+//@ needs-offload
+
+#[path = "../offload-manifest/cargo.rs"]
+mod cargo;
+#[path = "../offload-manifest/helpers.rs"]
+mod helpers;
+
+use std::collections::BTreeMap;
+
+use cargo::{cargo_offload, copy_dir, kernel_instructions};
+use helpers::llvm_tool;
+use run_make_support::{cmd, cwd, rfs};
+
+const N: usize = 1_000_000;
+const W: usize = 300;
+const H: usize = 200;
+const D3: [usize; 3] = [20, 12, 10];
+const INDEX_N: usize = 64 * 64 * 2;
+const M: usize = 1024;
+
+/// The same mix as `grid::mix`, written again here.
+fn mix(place: [u32; 12]) -> u32 {
+    let mut h = 17u32;
+    for v in place {
+        h = h.wrapping_mul(31).wrapping_add(v);
+    }
+    h
+}
+
+/// What a work item at `xyz` of a launch of `threads` per block over `blocks` writes.
+fn place_value(xyz: [usize; 3], threads: [u32; 3], blocks: [u32; 3]) -> u32 {
+    let mut place = [0u32; 12];
+    for d in 0..3 {
+        place[d] = xyz[d] as u32 % threads[d];
+        place[3 + d] = xyz[d] as u32 / threads[d];
+        place[6 + d] = threads[d];
+        place[9 + d] = blocks[d];
+    }
+    mix(place)
+}
+
+fn checksum(values: impl Iterator<Item = u64>) -> u64 {
+    let mut sum = 0u64;
+    for (i, v) in values.enumerate() {
+        sum = sum.wrapping_add((i as u64 + 1).wrapping_mul(v));
+    }
+    sum
+}
+
+/// `name: mismatches checksum` lines of the program's output.
+fn reports(stdout: &str) -> BTreeMap<String, (u64, u64)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .filter_map(|(name, rest)| {
+            let mut fields = rest.split_whitespace().map(|v| v.parse::<u64>());
+            match (fields.next(), fields.next(), fields.next()) {
+                (Some(Ok(m)), Some(Ok(s)), None) => Some((name.to_string(), (m, s))),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// How many times each of the first elements of the racy saxpy got `a * x`.
+fn racy_times(stdout: &str) -> Vec<f64> {
+    let line = stdout.lines().find_map(|l| l.strip_prefix("racy_saxpy: ")).expect("no racy line");
+    line.split_whitespace().map(|v| v.parse().unwrap()).collect()
+}
+
+fn check_results(stdout: &str) {
+    let got = reports(stdout);
+    let expect = |name: &str, sum: u64| {
+        let (mismatches, got_sum) = got[name];
+        assert_eq!(mismatches, 0, "{name}: elements that differ from the host's plain loop");
+        assert_eq!(got_sum, sum, "{name}: checksum");
+    };
+    expect("saxpy", checksum((0..N).map(|i| (i + 1 + i % 7) as u64)));
+    let grid_2d = (0..W * H).map(|i| place_value([i % W, i / W, 0], [16, 16, 1], [19, 13, 1]));
+    expect("grid_2d", checksum(grid_2d.map(u64::from)));
+    let grid_3d = (0..D3[0] * D3[1] * D3[2]).map(|i| {
+        let xyz = [i % D3[0], i / D3[0] % D3[1], i / (D3[0] * D3[1])];
+        place_value(xyz, [8, 8, 4], [3, 2, 3])
+    });
+    expect("grid_3d", checksum(grid_3d.map(u64::from)));
+    let index = (0..INDEX_N).map(|i| (i % 64 + 1000 * (i / 64 % 64) + 100_000 * (i / 4096)) as u64);
+    let index = checksum(index);
+    expect("index_portable", index);
+    expect("index_arch", index);
+}
+
+/// `line` without the function numbers of PTX block labels (`$L__BB3_2` is `$L__BB_2`).
+fn without_function_numbers(line: &str) -> String {
+    let mut parts = line.split("$L__BB");
+    let mut out = parts.next().unwrap().to_string();
+    for part in parts {
+        out.push_str("$L__BB");
+        out.push_str(part.trim_start_matches(|c: char| c.is_ascii_digit()));
+    }
+    out
+}
+
+/// The kernel of `kernels` whose symbol starts with `_offload_kernel_<name>_`, with its own
+/// symbol replaced by `K` and block labels without the function's number.
+fn kernel(kernels: &BTreeMap<String, Vec<String>>, name: &str) -> Vec<String> {
+    let prefix = format!("_offload_kernel_{name}_");
+    let (symbol, lines) = kernels
+        .iter()
+        .find(|(symbol, _)| symbol.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no kernel `{name}` among {:?}", kernels.keys()));
+    lines.iter().map(|l| without_function_numbers(&l.replace(symbol.as_str(), "K"))).collect()
+}
+
+/// Each `.entry` of PTX text by symbol: its lines without comments.
+fn ptx_kernels(ptx: &str) -> BTreeMap<String, Vec<String>> {
+    let mut kernels: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in ptx.lines() {
+        if let Some(rest) = line.strip_prefix(".visible .entry ") {
+            current = rest.split('(').next().map(str::to_string);
+            continue;
+        }
+        let Some(kernel) = &current else { continue };
+        if line == "}" {
+            current = None;
+            continue;
+        }
+        let line = line.split("//").next().unwrap().trim();
+        if !line.is_empty() {
+            kernels.entry(kernel.clone()).or_default().push(line.to_string());
+        }
+    }
+    kernels
+}
+
+fn main() {
+    let ws = cwd().join("ws");
+    let run = cargo_offload(&ws, &["run", "--release", "--offload-arch=host"]);
+    let stdout = run.stdout_utf8();
+    check_results(&stdout);
+    // Work items that run at the same time race; each applies the update at least once, and a
+    // block's 64 work items run one after another, so no element got `a * x` only once.
+    let times = racy_times(&stdout);
+    assert!(times.iter().all(|&t| t >= 2.0), "the racy saxpy looked right: {times:?}");
+
+    // One worker: the blocks run one after another, each work item once, with no race.
+    let exe = ws.join("target/offload/host/x86_64-unknown-linux-gnu/release/app");
+    let one_worker = cmd(&exe).env("RUST_OFFLOAD_CPU_WORKERS", "1").run();
+    let stdout = one_worker.stdout_utf8();
+    check_results(&stdout);
+    assert_eq!(racy_times(&stdout), vec![256.0; 16], "racy saxpy with one worker");
+
+    // The GPU images of the same kernels: `cargo offload` has each pass the vendor tools.
+    let gpu = cwd().join("gpu");
+    copy_dir(&ws, &gpu);
+    cargo_offload(&gpu, &["build", "--release", "--offload-arch=gfx90a,sm_90"]);
+    let images = gpu.join("target/offload/images");
+    let ptx = ptx_kernels(&rfs::read_to_string(images.join("sm_90.ptx")));
+    assert_eq!(kernel(&ptx, "index_portable"), kernel(&ptx, "index_arch"), "sm_90 PTX");
+    let grid_2d = kernel(&ptx, "grid_2d").join("\n");
+    for register in ["%tid.x", "%tid.y", "%ctaid.x", "%ntid.x", "%ntid.z", "%nctaid.x"] {
+        assert!(grid_2d.contains(register), "sm_90 `grid_2d` does not read {register}");
+    }
+    let isa = kernel_instructions(&llvm_tool("llvm-objdump"), &images.join("gfx90a.so"));
+    assert_eq!(kernel(&isa, "index_portable"), kernel(&isa, "index_arch"), "gfx90a ISA");
+}

@@ -1,0 +1,103 @@
+//! Launches each kernel of `grid` over a grid of many blocks and threads and prints, per
+//! kernel, `name: mismatches checksum`: the elements that differ from the same computation as
+//! a plain loop on the host, and a checksum that the test recomputes on its own. The racy
+//! saxpy prints `racy_saxpy: k0 k1 ...`, how many times each of its first elements got `a * x`.
+
+#![feature(core_intrinsics)]
+#![allow(internal_features)]
+
+use core::intrinsics::offload;
+
+use grid::{D3, H, INDEX_N, M, N, W, mix};
+
+/// `sum((i + 1) * v[i])`, wrapping, in `u64`.
+fn checksum(values: impl Iterator<Item = u64>) -> u64 {
+    values.enumerate().fold(0u64, |s, (i, v)| s.wrapping_add((i as u64 + 1).wrapping_mul(v)))
+}
+
+fn report(name: &str, mismatches: usize, sum: u64) {
+    println!("{name}: {mismatches} {sum}");
+}
+
+/// A zeroed array of `LEN` elements on the heap.
+fn boxed<T: Copy + Default, const LEN: usize>() -> Box<[T; LEN]> {
+    vec![T::default(); LEN].into_boxed_slice().try_into().ok().unwrap()
+}
+
+/// What `grid_2d` and `grid_3d` write at (x, y, z) of a launch of `threads` per block over
+/// `blocks`, computed on the host.
+fn expected_place(xyz: [usize; 3], threads: [u32; 3], blocks: [u32; 3]) -> u32 {
+    let t = |d: usize| xyz[d] as u32 % threads[d];
+    let b = |d: usize| xyz[d] as u32 / threads[d];
+    mix([
+        t(0),
+        t(1),
+        t(2),
+        b(0),
+        b(1),
+        b(2),
+        threads[0],
+        threads[1],
+        threads[2],
+        blocks[0],
+        blocks[1],
+        blocks[2],
+    ])
+}
+
+fn main() {
+    // 1-D: 1,000,000 elements, 3907 blocks of 256 threads (1,000,192 work items).
+    let mut x = boxed::<f32, N>();
+    let mut y = boxed::<f32, N>();
+    for i in 0..N {
+        x[i] = i as f32 * 0.5;
+        y[i] = 1.0 + (i % 7) as f32;
+    }
+    let want: Vec<f32> = (0..N).map(|i| 2.0 * x[i] + y[i]).collect();
+    offload::<_, _, ()>(grid::saxpy, [3907, 1, 1], [256, 1, 1], (2.0f32, &*x, &mut *y));
+    let mismatches = (0..N).filter(|&i| y[i] != want[i]).count();
+    report("saxpy", mismatches, checksum(y.iter().map(|&v| v as u64)));
+
+    // 2-D: 300 x 200 in 16 x 16 blocks; the last column and row of blocks stick out.
+    let (threads, blocks) = ([16, 16, 1], [19, 13, 1]);
+    let mut out = boxed::<u32, { W * H }>();
+    offload::<_, _, ()>(grid::grid_2d, blocks, threads, (&mut *out,));
+    let mismatches = (0..W * H)
+        .filter(|&i| out[i] != expected_place([i % W, i / W, 0], threads, blocks))
+        .count();
+    report("grid_2d", mismatches, checksum(out.iter().map(|&v| v as u64)));
+
+    // 3-D: 20 x 12 x 10 in 8 x 8 x 4 blocks, 3 x 2 x 3 of them.
+    let (threads, blocks) = ([8, 8, 4], [3, 2, 3]);
+    let mut out = boxed::<u32, { D3[0] * D3[1] * D3[2] }>();
+    offload::<_, _, ()>(grid::grid_3d, blocks, threads, (&mut *out,));
+    let mismatches = (0..out.len())
+        .filter(|&i| {
+            let xyz = [i % D3[0], i / D3[0] % D3[1], i / (D3[0] * D3[1])];
+            out[i] != expected_place(xyz, threads, blocks)
+        })
+        .count();
+    report("grid_3d", mismatches, checksum(out.iter().map(|&v| v as u64)));
+
+    // The same indices through `core::offload` and through `core::arch` (host: the same).
+    let mut portable = boxed::<u32, INDEX_N>();
+    offload::<_, _, ()>(grid::index_portable, [64, 2, 1], [64, 1, 1], (&mut *portable,));
+    let mut arch = boxed::<u32, INDEX_N>();
+    offload::<_, _, ()>(grid::index_arch, [64, 2, 1], [64, 1, 1], (&mut *arch,));
+    for (name, out) in [("index_portable", &portable), ("index_arch", &arch)] {
+        let mismatches = (0..INDEX_N)
+            .filter(|&i| {
+                let (tx, bx, by) = (i % 64, i / 64 % 64, i / 4096);
+                out[i] as usize != tx + 1000 * bx + 100_000 * by
+            })
+            .count();
+        report(name, mismatches, checksum(out.iter().map(|&v| v as u64)));
+    }
+
+    // The racy saxpy over 4 blocks of 64 threads: every work item adds `a * x` to all of `y`.
+    let xs: Box<[f32; M]> = Box::new(std::array::from_fn(|i| (i % 5 + 1) as f32));
+    let mut ys = Box::new([0.0f32; M]);
+    offload::<_, _, ()>(grid::racy_saxpy, [4, 1, 1], [64, 1, 1], (1.0f32, &*xs, &mut *ys));
+    let times: Vec<String> = (0..16).map(|i| (ys[i] / xs[i]).to_string()).collect();
+    println!("racy_saxpy: {}", times.join(" "));
+}
