@@ -9,7 +9,8 @@
 //! computation as a plain loop (mismatches) and prints a checksum, which this test recomputes
 //! on its own. The bundled example's first saxpy, whose every work item loops over the whole
 //! array, launched over 4 blocks of 64 threads gives a wrong result: once per work item with
-//! one worker thread (`RUST_OFFLOAD_CPU_WORKERS=1`), racing otherwise.
+//! one worker thread (`RUST_OFFLOAD_CPU_WORKERS=1`), racing otherwise. A work item that panics
+//! stops the program with a line that names the kernel and the work item.
 //!
 //! Built for `gfx90a,sm_90` the same kernels pass the vendor tools (`cargo offload` links each
 //! image with `ld.lld --no-undefined`, or `ptxas` and `nvlink`), and a kernel written with
@@ -167,6 +168,23 @@ fn main() {
     let stdout = one_worker.stdout_utf8();
     check_results(&stdout);
     assert_eq!(racy_times(&stdout), vec![256.0; 16], "racy saxpy with one worker");
+
+    // A work item that panics (an index out of bounds, then the crate's panic handler's trap)
+    // stops the program with one line that names the kernel and the work item.
+    let failed = cmd(&exe).arg("panic").run_fail();
+    let stderr = failed.stderr_utf8();
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("error: the offload kernel `_offload_kernel_out_of_bounds_"))
+        .unwrap_or_else(|| panic!("no line naming the kernel on stderr: {stderr}"));
+    assert!(
+        line.contains(
+            "block (2, 0, 0) thread (5, 0, 0) of its launch over blocks [4, 1, 1] of \
+             threads [16, 1, 1]"
+        ),
+        "{line}"
+    );
+    assert!(!failed.stdout_utf8().contains("the launch returned"));
 
     // The GPU images of the same kernels: `cargo offload` has each pass the vendor tools.
     let gpu = cwd().join("gpu");

@@ -12,16 +12,19 @@
 //!   defines, since Rust has no pointer into the constant address space of
 //!   `llvm.amdgcn.implicitarg.ptr`.
 
+use std::ffi::CString;
+
 use rustc_abi::{AddressSpace, Align};
 use rustc_codegen_ssa::traits::BaseTypeCodegenMethods;
 
 use crate::attributes;
 use crate::builder::SBuilder;
+use crate::builder::gpu_offload::add_unnamed_global;
 use crate::context::SimpleCx;
 use crate::llvm::{self, Value};
 
-/// The symbol of `core::offload`'s grid runner for the CPU device, an
-/// `extern "C" fn(work_item: unsafe extern "C" fn(*const c_void), args: *const c_void)`. The
+/// The symbol of `core::offload`'s grid runner for the CPU device, an `extern "C" fn(work_item:
+/// unsafe extern "C" fn(*const c_void), args: *const c_void, kernel: *const c_char)`. The
 /// monomorphizer roots it in every CPU device image (`rustc_monomorphize`'s
 /// `CPU_DEVICE_GRID_RUNNER`, the same name).
 pub(crate) const CPU_DEVICE_GRID_RUNNER: &str = "__rust_offload_cpu_launch";
@@ -34,7 +37,8 @@ const GRID_ENTRY: &str = "offload-grid-entry";
 /// dyn_ptr, ...)`, see `handle_offload`), run the whole grid of its launch: its body becomes
 /// an internal function `<symbol>.work_item`; a new function `<symbol>.grid_work_item(ptr
 /// args)` calls it with the arguments packed at `args`; and a new entry under the kernel's
-/// symbol, linkage and signature packs its arguments and calls `runner(grid_work_item, args)`.
+/// symbol, linkage and signature packs its arguments and calls `runner(grid_work_item, args,
+/// symbol)`, where `symbol` is the kernel's symbol as a C string.
 /// The entry keeps the kernel's `offload-kernel` attribute. A kernel that is already such an
 /// entry is left as it is.
 pub(crate) fn run_cpu_kernel_over_grid<'ll>(
@@ -99,8 +103,18 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
         let field = builder.inbounds_gep(args_ty, packed, &[i32_0, cx.get_const_i32(i as u64)]);
         builder.store(param, field, one);
     }
+    // The kernel's symbol, which the runner names when a work item stops the program.
+    let symbol = CString::new(name.clone()).unwrap();
+    let symbol_init = crate::common::bytes_in_context(cx.llcx, symbol.as_bytes_with_nul());
+    let symbol_name = [name.as_slice(), b".symbol"].concat();
+    let symbol = add_unnamed_global(
+        cx,
+        str::from_utf8(&symbol_name).unwrap(),
+        symbol_init,
+        llvm::Linkage::PrivateLinkage,
+    );
     let runner_ty = cx.get_type_of_global(runner);
-    builder.call(runner_ty, runner, &[work_item, packed], None);
+    builder.call(runner_ty, runner, &[work_item, packed, symbol], None);
     builder.ret_void();
     llvm::set_linkage(entry, linkage);
     llvm::set_visibility(entry, visibility);

@@ -18,46 +18,58 @@
 //! than the grid's blocks. Each worker takes the next block not yet taken and runs its threads
 //! one after another, x fastest, then y, then z. The launch returns when every block has run.
 //!
+//! A work item that ends the program by a signal (`SIGILL` of the trap that a panic handler's
+//! `core::intrinsics::abort()` executes, `SIGTRAP`, `SIGABRT`, `SIGFPE`) prints one line
+//! first, on standard error, naming the kernel (its symbol), the work item and the launch's
+//! grid; the program then ends by the signal as it would have. The handler is installed at the
+//! first launch; a signal outside any work item goes to the handler that was there before.
+//!
 //! This module is built only into the `core` of the CPU device (`--cfg offload_device`), which
 //! the device pass instantiates from MIR into each image; no other `core` has it.
 
 use crate::cell::Cell;
 use crate::ffi::{CStr, c_char, c_int, c_long, c_void};
+use crate::fmt::{self, Write};
 use crate::ptr;
-use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// Where the calling thread is in the launch that it runs.
+/// The block that the calling thread runs work items of, and its launch's dimensions.
 #[derive(Clone, Copy)]
-struct WorkItem {
-    thread_idx: [u32; 3],
+struct Block {
     block_idx: [u32; 3],
     block_dim: [u32; 3],
     grid_dim: [u32; 3],
 }
 
-impl WorkItem {
-    /// A thread that runs no launch is work item 0 of one block of one thread.
-    const OUTSIDE_LAUNCH: WorkItem =
-        WorkItem { thread_idx: [0; 3], block_idx: [0; 3], block_dim: [1; 3], grid_dim: [1; 3] };
+impl Block {
+    /// A thread that runs no launch is in block 0 of one block of one thread.
+    const OUTSIDE_LAUNCH: Block = Block { block_idx: [0; 3], block_dim: [1; 3], grid_dim: [1; 3] };
 }
 
+// Set once per block and once per work item: a work item costs a 12-byte store.
 #[thread_local]
-static WORK_ITEM: Cell<WorkItem> = Cell::new(WorkItem::OUTSIDE_LAUNCH);
+static BLOCK: Cell<Block> = Cell::new(Block::OUTSIDE_LAUNCH);
+#[thread_local]
+static THREAD_IDX: Cell<[u32; 3]> = Cell::new([0; 3]);
+
+/// The kernel (a NUL-terminated symbol) whose work items the calling thread runs; null outside.
+#[thread_local]
+static RUNNING_KERNEL: Cell<*const c_char> = Cell::new(ptr::null());
 
 pub(super) fn thread_idx(dim: usize) -> u32 {
-    WORK_ITEM.get().thread_idx[dim]
+    THREAD_IDX.get()[dim]
 }
 
 pub(super) fn block_idx(dim: usize) -> u32 {
-    WORK_ITEM.get().block_idx[dim]
+    BLOCK.get().block_idx[dim]
 }
 
 pub(super) fn block_dim(dim: usize) -> u32 {
-    WORK_ITEM.get().block_dim[dim]
+    BLOCK.get().block_dim[dim]
 }
 
 pub(super) fn grid_dim(dim: usize) -> u32 {
-    WORK_ITEM.get().grid_dim[dim]
+    BLOCK.get().grid_dim[dim]
 }
 
 /// The launching program's record of its current launch, 24 bytes: `blocks` and `threads`
@@ -92,6 +104,82 @@ unsafe extern "C" {
     fn pthread_join(thread: PthreadT, retval: *mut *mut c_void) -> c_int;
     fn sysconf(name: c_int) -> c_long;
     fn getenv(name: *const c_char) -> *const c_char;
+    fn signal(signum: c_int, handler: usize) -> usize;
+    fn raise(signum: c_int) -> c_int;
+    fn write(fd: c_int, buf: *const c_void, count: usize) -> isize;
+}
+
+/// The signals that end a work item which traps or aborts: `SIGILL`, `SIGTRAP`, `SIGABRT` and
+/// `SIGFPE` (their numbers on Linux), and the handlers that were installed before ours.
+const FATAL_SIGNALS: [c_int; 4] = [4, 5, 6, 8];
+static PREVIOUS_HANDLERS: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+static HANDLERS_INSTALLED: AtomicBool = AtomicBool::new(false);
+/// `SIG_DFL`, `SIG_IGN` and `SIG_ERR` of Linux's C libraries.
+const SIG_DFL: usize = 0;
+const SIG_IGN: usize = 1;
+const SIG_ERR: usize = usize::MAX;
+
+/// A line of at most 512 bytes, built without allocating (in a signal handler).
+struct Line {
+    bytes: [u8; 512],
+    len: usize,
+}
+
+impl Write for Line {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let n = s.len().min(self.bytes.len() - self.len);
+        self.bytes[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// Names the work item that the signal ended, then ends the program by the signal; a signal
+/// outside a work item goes to the previous handler.
+extern "C" fn on_fatal_signal(signum: c_int) {
+    let kernel = RUNNING_KERNEL.get();
+    if kernel.is_null() {
+        let slot = FATAL_SIGNALS.iter().position(|&s| s == signum).unwrap_or(0);
+        let previous = PREVIOUS_HANDLERS[slot].load(Ordering::Relaxed);
+        if ![SIG_DFL, SIG_IGN, SIG_ERR].contains(&previous) {
+            // SAFETY: `previous` is the handler that `signal` returned for this signal.
+            let handler: extern "C" fn(c_int) = unsafe { crate::mem::transmute(previous) };
+            return handler(signum);
+        }
+    } else {
+        // SAFETY: the kernel's entry passed its symbol, a NUL-terminated constant.
+        let kernel = unsafe { CStr::from_ptr(kernel) }.to_str().unwrap_or("?");
+        let (block, [tx, ty, tz]) = (BLOCK.get(), THREAD_IDX.get());
+        let [bx, by, bz] = block.block_idx;
+        let ([gx, gy, gz], [dx, dy, dz]) = (block.grid_dim, block.block_dim);
+        let mut line = Line { bytes: [0; 512], len: 0 };
+        let _ = writeln!(
+            line,
+            "error: the offload kernel `{kernel}` stopped the program on the CPU device in work \
+             item block ({bx}, {by}, {bz}) thread ({tx}, {ty}, {tz}) of its launch over blocks \
+             [{gx}, {gy}, {gz}] of threads [{dx}, {dy}, {dz}] (signal {signum}: a panic or a trap)"
+        );
+        // SAFETY: `write` of bytes we own; async-signal-safe.
+        unsafe { write(2, line.bytes.as_ptr().cast(), line.len) };
+    }
+    // SAFETY: the default action ends the program by the signal.
+    unsafe {
+        signal(signum, SIG_DFL);
+        raise(signum);
+    }
+}
+
+/// Installs [`on_fatal_signal`] for [`FATAL_SIGNALS`], once per process.
+fn install_signal_handlers() {
+    if HANDLERS_INSTALLED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    for (slot, &signum) in FATAL_SIGNALS.iter().enumerate() {
+        // SAFETY: installs a handler that only reads thread-locals, formats into a buffer on
+        // its stack and calls async-signal-safe functions.
+        let previous = unsafe { signal(signum, on_fatal_signal as *const () as usize) };
+        PREVIOUS_HANDLERS[slot].store(previous, Ordering::Relaxed);
+    }
 }
 
 /// Runs one work item: the kernel on the arguments that the kernel's entry packed.
@@ -101,6 +189,7 @@ type WorkItemFn = unsafe extern "C" fn(args: *const c_void);
 struct Grid {
     work_item: WorkItemFn,
     args: *const c_void,
+    kernel: *const c_char,
     blocks: [u32; 3],
     threads: [u32; 3],
     block_count: u64,
@@ -109,11 +198,13 @@ struct Grid {
 
 /// Runs blocks of `grid` until none is left to take.
 fn run_blocks(grid: &Grid) {
+    RUNNING_KERNEL.set(grid.kernel);
     let [blocks_x, blocks_y, _] = grid.blocks.map(u64::from);
     let [threads_x, threads_y, threads_z] = grid.threads;
     loop {
         let block = grid.next_block.fetch_add(1, Ordering::Relaxed);
         if block >= grid.block_count {
+            RUNNING_KERNEL.set(ptr::null());
             return;
         }
         // The indices fit in `u32`: each is below a dimension of the grid.
@@ -122,15 +213,11 @@ fn run_blocks(grid: &Grid) {
             (block / blocks_x % blocks_y) as u32,
             (block / (blocks_x * blocks_y)) as u32,
         ];
+        BLOCK.set(Block { block_idx, block_dim: grid.threads, grid_dim: grid.blocks });
         for z in 0..threads_z {
             for y in 0..threads_y {
                 for x in 0..threads_x {
-                    WORK_ITEM.set(WorkItem {
-                        thread_idx: [x, y, z],
-                        block_idx,
-                        block_dim: grid.threads,
-                        grid_dim: grid.blocks,
-                    });
+                    THREAD_IDX.set([x, y, z]);
                     // SAFETY: the kernel's entry passed a work item function and the arguments
                     // it takes, which stay alive until `__rust_offload_cpu_launch` returns.
                     unsafe { (grid.work_item)(grid.args) };
@@ -166,12 +253,17 @@ fn worker_limit() -> u64 {
 
 /// Runs every work item of the calling thread's current launch (`__rust_offload_launch`):
 /// `work_item(args)` once per work item, with the indices of this module set for it. Called by
-/// the entry of each kernel of a CPU device image; returns when all work items have run.
+/// the entry of each kernel of a CPU device image, which passes its symbol as `kernel` (a C
+/// string, named if a work item ends the program); returns when all work items have run.
 ///
 /// A grid with a dimension of 0 runs nothing. When a worker thread cannot be started, the
 /// workers that did start run its blocks.
 #[unsafe(no_mangle)]
-unsafe extern "C" fn __rust_offload_cpu_launch(work_item: WorkItemFn, args: *const c_void) {
+unsafe extern "C" fn __rust_offload_cpu_launch(
+    work_item: WorkItemFn,
+    args: *const c_void,
+    kernel: *const c_char,
+) {
     // SAFETY: the launching program wrote its record on this thread before calling the
     // runtime, which calls the kernel, and so this function, on the same thread.
     let (blocks, threads) = unsafe {
@@ -182,8 +274,9 @@ unsafe extern "C" fn __rust_offload_cpu_launch(work_item: WorkItemFn, args: *con
     if block_count == 0 || threads.contains(&0) {
         return;
     }
-    let grid =
-        Grid { work_item, args, blocks, threads, block_count, next_block: AtomicU64::new(0) };
+    install_signal_handlers();
+    let next_block = AtomicU64::new(0);
+    let grid = Grid { work_item, args, kernel, blocks, threads, block_count, next_block };
     let workers = worker_limit().min(block_count).min(MAX_WORKERS as u64) as usize;
     let mut started = [0 as PthreadT; MAX_WORKERS];
     let mut started_count = 0;
@@ -200,5 +293,6 @@ unsafe extern "C" fn __rust_offload_cpu_launch(work_item: WorkItemFn, args: *con
         // SAFETY: a thread started above and not joined yet.
         unsafe { pthread_join(handle, ptr::null_mut()) };
     }
-    WORK_ITEM.set(WorkItem::OUTSIDE_LAUNCH);
+    BLOCK.set(Block::OUTSIDE_LAUNCH);
+    THREAD_IDX.set([0; 3]);
 }

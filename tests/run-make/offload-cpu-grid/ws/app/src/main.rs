@@ -46,6 +46,13 @@ fn expected_place(xyz: [usize; 3], threads: [u32; 3], blocks: [u32; 3]) -> u32 {
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("panic") {
+        // Work item 37 (block 2, thread 5) indexes past the end of `out`.
+        let mut out = [0u32; 64];
+        offload::<_, _, ()>(grid::out_of_bounds, [4, 1, 1], [16, 1, 1], (&mut out, 37u32));
+        println!("out_of_bounds: the launch returned");
+        return;
+    }
     // 1-D: 1,000,000 elements, 3907 blocks of 256 threads (1,000,192 work items).
     let mut x = boxed::<f32, N>();
     let mut y = boxed::<f32, N>();

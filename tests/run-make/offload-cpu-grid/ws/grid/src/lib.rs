@@ -136,3 +136,12 @@ pub fn index_arch(out: &mut [u32; INDEX_N]) {
         out[i] = tx + 1000 * bx + 100_000 * by + ty;
     }
 }
+
+/// Writes its global index `i` to `out[i]`, except the work item whose index is `bad`, which
+/// indexes past the end and panics.
+#[rustc_offload_kernel]
+pub fn out_of_bounds(out: &mut [u32; 64], bad: u32) {
+    let i = block_idx_x() * block_dim_x() + thread_idx_x();
+    let at = if i == bad { 64 + i as usize } else { i as usize };
+    out[at] = i;
+}
