@@ -28,7 +28,9 @@ mod helpers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use cargo::{cargo_offload, cargo_offload_fails, compare_kernels, copy_dir, kernel_instructions};
+use cargo::{
+    cargo_offload, cargo_offload_fails, compare_kernels, copy_dir, kernel_instructions, ptx_kernels,
+};
 use helpers::{code_object_kernels, cubin_kernels, cuda_tool, llvm_tool, manifest_symbols};
 use run_make_support::{cmd, cwd, rfs, serde_json, source_root};
 
@@ -43,34 +45,6 @@ fn embedded_images(exe: &Path) -> Vec<(String, String)> {
             .unwrap_or_default()
     };
     dump.split("OFFLOADING IMAGE").skip(1).map(|b| (field(b, "arch"), field(b, "triple"))).collect()
-}
-
-/// Each kernel's PTX lines (its `.entry` to its closing brace) in `ptx`, by name, every Rust
-/// symbol in them written `_R`: the two builds' crate graphs give internal `core` functions
-/// other v0 crate disambiguators.
-fn ptx_kernels(ptx: &str) -> BTreeMap<String, Vec<String>> {
-    let mut kernels: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut current: Option<String> = None;
-    for line in ptx.lines() {
-        if let Some(rest) = line.strip_prefix(".visible .entry ") {
-            current = rest.split('(').next().map(str::to_string);
-            continue;
-        }
-        let Some(kernel) = &current else { continue };
-        if line == "}" {
-            current = None;
-            continue;
-        }
-        let line = line.split("//").next().unwrap().trim();
-        let normalized: Vec<String> = line
-            .split_inclusive(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .map(|token| if token.starts_with("_R") { "_R".to_string() } else { token.into() })
-            .collect();
-        if !line.is_empty() {
-            kernels.entry(kernel.clone()).or_default().push(normalized.concat());
-        }
-    }
-    kernels
 }
 
 /// The registers `ptxas -v` gives each kernel of `ptx` (a file), by name.

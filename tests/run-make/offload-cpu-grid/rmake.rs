@@ -10,7 +10,8 @@
 //! on its own. The bundled example's first saxpy, whose every work item loops over the whole
 //! array, launched over 4 blocks of 64 threads gives a wrong result: once per work item with
 //! one worker thread (`RUST_OFFLOAD_CPU_WORKERS=1`), racing otherwise. A work item that panics
-//! stops the program with a line that names the kernel and the work item.
+//! stops the program with a line that names the kernel and the work item, and the program
+//! still ends by the trap's signal.
 //!
 //! Built for `gfx90a,sm_90` the same kernels pass the vendor tools (`cargo offload` links each
 //! image with `ld.lld --no-undefined`, or `ptxas` and `nvlink`), and a kernel written with
@@ -25,8 +26,9 @@ mod cargo;
 mod helpers;
 
 use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
 
-use cargo::{cargo_offload, copy_dir, kernel_instructions};
+use cargo::{cargo_offload, copy_dir, kernel_instructions, ptx_kernels};
 use helpers::llvm_tool;
 use run_make_support::{cmd, cwd, rfs};
 
@@ -130,28 +132,6 @@ fn kernel(kernels: &BTreeMap<String, Vec<String>>, name: &str) -> Vec<String> {
     lines.iter().map(|l| without_function_numbers(&l.replace(symbol.as_str(), "K"))).collect()
 }
 
-/// Each `.entry` of PTX text by symbol: its lines without comments.
-fn ptx_kernels(ptx: &str) -> BTreeMap<String, Vec<String>> {
-    let mut kernels: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut current: Option<String> = None;
-    for line in ptx.lines() {
-        if let Some(rest) = line.strip_prefix(".visible .entry ") {
-            current = rest.split('(').next().map(str::to_string);
-            continue;
-        }
-        let Some(kernel) = &current else { continue };
-        if line == "}" {
-            current = None;
-            continue;
-        }
-        let line = line.split("//").next().unwrap().trim();
-        if !line.is_empty() {
-            kernels.entry(kernel.clone()).or_default().push(line.to_string());
-        }
-    }
-    kernels
-}
-
 fn main() {
     let ws = cwd().join("ws");
     let run = cargo_offload(&ws, &["run", "--release", "--offload-arch=host"]);
@@ -185,6 +165,8 @@ fn main() {
         "{line}"
     );
     assert!(!failed.stdout_utf8().contains("the launch returned"));
+    // The program then ends by the signal of the trap (`SIGILL`), as without the line.
+    assert_eq!(failed.status().signal(), Some(4), "{:?}", failed.status());
 
     // The GPU images of the same kernels: `cargo offload` has each pass the vendor tools.
     let gpu = cwd().join("gpu");

@@ -64,6 +64,34 @@ pub fn kernel_instructions(objdump: &Path, image: &Path) -> BTreeMap<String, Vec
     kernels
 }
 
+/// Each kernel's PTX lines (its `.entry` to its closing brace) in `ptx`, by name, every Rust
+/// symbol in them written `_R`: the two builds' crate graphs give internal `core` functions
+/// other v0 crate disambiguators.
+pub fn ptx_kernels(ptx: &str) -> BTreeMap<String, Vec<String>> {
+    let mut kernels: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in ptx.lines() {
+        if let Some(rest) = line.strip_prefix(".visible .entry ") {
+            current = rest.split('(').next().map(str::to_string);
+            continue;
+        }
+        let Some(kernel) = &current else { continue };
+        if line == "}" {
+            current = None;
+            continue;
+        }
+        let line = line.split("//").next().unwrap().trim();
+        let normalized: Vec<String> = line
+            .split_inclusive(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map(|token| if token.starts_with("_R") { "_R".to_string() } else { token.into() })
+            .collect();
+        if !line.is_empty() {
+            kernels.entry(kernel.clone()).or_default().push(normalized.concat());
+        }
+    }
+    kernels
+}
+
 /// Compares the kernels of an image built with the toolchain's `core` with those of the same
 /// image built with `core` from source (`--build-std`), for `what`: the same kernels, each
 /// with the same instructions or, where the two `core`s' optimized MIR leads LLVM to other

@@ -53,14 +53,15 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
     let param_types = cx.func_params_types(kernel_ty);
     let name = llvm::get_value_name(kernel);
     let (linkage, visibility) = (llvm::get_linkage(kernel), llvm::get_visibility(kernel));
-    let fn_attrs = llvm::GetAttributes(kernel, llvm::AttributePlace::Function);
     let call_conv = unsafe { llvm::LLVMGetFunctionCallConv(kernel) };
 
-    // The body: one work item, called from this module only.
+    // The body: one work item, called from this module only. It is no kernel, and neither is
+    // the function that calls it, which gets its other attributes (`target-cpu`, ...).
     llvm::set_value_name(kernel, &[name.as_slice(), b".work_item"].concat());
     llvm::set_linkage(kernel, llvm::Linkage::InternalLinkage);
     llvm::set_visibility(kernel, llvm::Visibility::Default);
     attributes::remove_string_attr_from_llfn(kernel, "offload-kernel");
+    let fn_attrs = llvm::GetAttributes(kernel, llvm::AttributePlace::Function);
 
     // The arguments travel as one struct of the kernel's parameters, in the entry's frame.
     // Accesses are unaligned (align 1): the struct's fields need no more.
@@ -119,6 +120,19 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
     llvm::set_linkage(entry, linkage);
     llvm::set_visibility(entry, visibility);
     unsafe { llvm::LLVMSetFunctionCallConv(entry, call_conv) };
+}
+
+/// Gives the launch record that `core`'s grid runner reads (`__rust_offload_launch`, declared
+/// in the module if a kernel is) the general-dynamic thread-local model, whatever the session's
+/// (`cargo offload` builds CPU device images with initial-exec, for `core`'s own
+/// thread-locals): the record is the program's, which may keep it in dynamic thread-local
+/// storage (a `cdylib` loaded with `dlopen`), where an initial-exec reference cannot reach.
+/// The runner reads it once per launch.
+pub(crate) fn keep_launch_record_dynamic(cx: &SimpleCx<'_>) {
+    let name = c"__rust_offload_launch";
+    if let Some(record) = unsafe { llvm::LLVMGetNamedGlobal(cx.llmod, name.as_ptr()) } {
+        llvm::set_thread_local_mode(record, llvm::ThreadLocalMode::GeneralDynamic);
+    }
 }
 
 /// Defines what `core::offload` declares for amdgcn, if the module uses it:

@@ -31,7 +31,7 @@ use crate::cell::Cell;
 use crate::ffi::{CStr, c_char, c_int, c_long, c_void};
 use crate::fmt::{self, Write};
 use crate::ptr;
-use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The block that the calling thread runs work items of, and its launch's dimensions.
 #[derive(Clone, Copy)]
@@ -81,7 +81,7 @@ struct Launch {
 }
 
 /// `pthread_t`, an `unsigned long` on Linux.
-type PthreadT = usize;
+type PthreadT = crate::ffi::c_ulong;
 
 /// `_SC_NPROCESSORS_ONLN` of Linux's C libraries (glibc and musl).
 const SC_NPROCESSORS_ONLN: c_int = 84;
@@ -98,26 +98,44 @@ unsafe extern "C" {
     fn pthread_create(
         thread: *mut PthreadT,
         attr: *const c_void,
-        start: extern "C" fn(*mut c_void) -> *mut c_void,
+        start: unsafe extern "C" fn(*mut c_void) -> *mut c_void,
         arg: *mut c_void,
     ) -> c_int;
     fn pthread_join(thread: PthreadT, retval: *mut *mut c_void) -> c_int;
     fn sysconf(name: c_int) -> c_long;
     fn getenv(name: *const c_char) -> *const c_char;
-    fn signal(signum: c_int, handler: usize) -> usize;
+    fn sigaction(signum: c_int, act: *const SigAction, old: *mut SigAction) -> c_int;
     fn raise(signum: c_int) -> c_int;
     fn write(fd: c_int, buf: *const c_void, count: usize) -> isize;
 }
 
+/// `struct sigaction` of Linux's C libraries (glibc and musl, x86-64 and AArch64): the handler,
+/// the signal mask (128 bytes), the flags and the restorer.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SigAction {
+    handler: usize,
+    mask: [u64; 16],
+    flags: c_int,
+    restorer: usize,
+}
+
 /// The signals that end a work item which traps or aborts: `SIGILL`, `SIGTRAP`, `SIGABRT` and
-/// `SIGFPE` (their numbers on Linux), and the handlers that were installed before ours.
+/// `SIGFPE` (their numbers on Linux).
 const FATAL_SIGNALS: [c_int; 4] = [4, 5, 6, 8];
-static PREVIOUS_HANDLERS: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+
+/// The actions that were installed for [`FATAL_SIGNALS`] before ours, which a signal gets
+/// back; written once, by [`install_signal_handlers`], before ours is installed.
+struct PreviousActions(crate::cell::UnsafeCell<[SigAction; 4]>);
+
+// SAFETY: written only by the thread that wins `HANDLERS_INSTALLED`, before any handler that
+// reads it is installed; read-only afterwards.
+unsafe impl Sync for PreviousActions {}
+
+static PREVIOUS_ACTIONS: PreviousActions = PreviousActions(crate::cell::UnsafeCell::new(
+    [SigAction { handler: 0, mask: [0; 16], flags: 0, restorer: 0 }; 4],
+));
 static HANDLERS_INSTALLED: AtomicBool = AtomicBool::new(false);
-/// `SIG_DFL`, `SIG_IGN` and `SIG_ERR` of Linux's C libraries.
-const SIG_DFL: usize = 0;
-const SIG_IGN: usize = 1;
-const SIG_ERR: usize = usize::MAX;
 
 /// A line of at most 512 bytes, built without allocating (in a signal handler).
 struct Line {
@@ -134,19 +152,12 @@ impl Write for Line {
     }
 }
 
-/// Names the work item that the signal ended, then ends the program by the signal; a signal
-/// outside a work item goes to the previous handler.
+/// Names the work item that the signal ended, if the calling thread runs one; then gives the
+/// signal the action that was installed before ours (the default action ends the program by
+/// the signal; a crash reporter's handler gets it with its own flags) and raises it again.
 extern "C" fn on_fatal_signal(signum: c_int) {
     let kernel = RUNNING_KERNEL.get();
-    if kernel.is_null() {
-        let slot = FATAL_SIGNALS.iter().position(|&s| s == signum).unwrap_or(0);
-        let previous = PREVIOUS_HANDLERS[slot].load(Ordering::Relaxed);
-        if ![SIG_DFL, SIG_IGN, SIG_ERR].contains(&previous) {
-            // SAFETY: `previous` is the handler that `signal` returned for this signal.
-            let handler: extern "C" fn(c_int) = unsafe { crate::mem::transmute(previous) };
-            return handler(signum);
-        }
-    } else {
+    if !kernel.is_null() {
         // SAFETY: the kernel's entry passed its symbol, a NUL-terminated constant.
         let kernel = unsafe { CStr::from_ptr(kernel) }.to_str().unwrap_or("?");
         let (block, [tx, ty, tz]) = (BLOCK.get(), THREAD_IDX.get());
@@ -159,26 +170,41 @@ extern "C" fn on_fatal_signal(signum: c_int) {
              item block ({bx}, {by}, {bz}) thread ({tx}, {ty}, {tz}) of its launch over blocks \
              [{gx}, {gy}, {gz}] of threads [{dx}, {dy}, {dz}] (signal {signum}: a panic or a trap)"
         );
-        // SAFETY: `write` of bytes we own; async-signal-safe.
+        // SAFETY: `write` (async-signal-safe) of bytes on this stack.
         unsafe { write(2, line.bytes.as_ptr().cast(), line.len) };
     }
-    // SAFETY: the default action ends the program by the signal.
+    let slot = FATAL_SIGNALS.iter().position(|&s| s == signum).unwrap_or(0);
+    // SAFETY: `PREVIOUS_ACTIONS` is read-only once a handler is installed; `sigaction` and
+    // `raise` are async-signal-safe. The raised signal is blocked until this handler returns,
+    // then delivered to the previous action (a trap's instruction, executed again, would also
+    // reach it).
     unsafe {
-        signal(signum, SIG_DFL);
+        let previous = &(*PREVIOUS_ACTIONS.0.get())[slot];
+        sigaction(signum, previous, ptr::null_mut());
         raise(signum);
     }
 }
 
-/// Installs [`on_fatal_signal`] for [`FATAL_SIGNALS`], once per process.
+/// Installs [`on_fatal_signal`] for [`FATAL_SIGNALS`], once per process, keeping the actions it
+/// replaces in [`PREVIOUS_ACTIONS`].
 fn install_signal_handlers() {
     if HANDLERS_INSTALLED.swap(true, Ordering::AcqRel) {
         return;
     }
+    let ours = SigAction {
+        handler: on_fatal_signal as *const () as usize,
+        mask: [0; 16],
+        flags: 0,
+        restorer: 0,
+    };
     for (slot, &signum) in FATAL_SIGNALS.iter().enumerate() {
-        // SAFETY: installs a handler that only reads thread-locals, formats into a buffer on
-        // its stack and calls async-signal-safe functions.
-        let previous = unsafe { signal(signum, on_fatal_signal as *const () as usize) };
-        PREVIOUS_HANDLERS[slot].store(previous, Ordering::Relaxed);
+        // SAFETY: this thread alone writes `PREVIOUS_ACTIONS`, slot by slot, through
+        // `sigaction`. A signal in the moment before the C library has copied the previous
+        // action there finds zeros: the default action, which ends the program by the signal.
+        unsafe {
+            let previous = &raw mut (*PREVIOUS_ACTIONS.0.get())[slot];
+            sigaction(signum, &ours, previous);
+        }
     }
 }
 
@@ -227,7 +253,7 @@ fn run_blocks(grid: &Grid) {
     }
 }
 
-extern "C" fn worker(grid: *mut c_void) -> *mut c_void {
+unsafe extern "C" fn worker(grid: *mut c_void) -> *mut c_void {
     // SAFETY: `__rust_offload_cpu_launch` joins every worker before its `Grid` goes away.
     run_blocks(unsafe { &*(grid as *const Grid) });
     ptr::null_mut()

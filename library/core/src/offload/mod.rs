@@ -25,6 +25,7 @@
 #[cfg(all(
     offload_device,
     target_thread_local,
+    target_os = "linux",
     not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
 ))]
 mod cpu_device;
@@ -46,7 +47,7 @@ mod amdgpu {
 #[cfg(not(any(
     target_arch = "nvptx64",
     target_arch = "amdgpu",
-    all(offload_device, target_thread_local)
+    all(offload_device, target_thread_local, target_os = "linux")
 )))]
 mod outside_launch {
     pub(super) const fn thread_idx(_dim: usize) -> u32 {
@@ -64,10 +65,10 @@ mod outside_launch {
 }
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-#[cfg(all(offload_device, target_thread_local))]
+#[cfg(all(offload_device, target_thread_local, target_os = "linux"))]
 use cpu_device as host;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-#[cfg(not(all(offload_device, target_thread_local)))]
+#[cfg(not(all(offload_device, target_thread_local, target_os = "linux")))]
 use outside_launch as host;
 
 macro_rules! grid_functions {
