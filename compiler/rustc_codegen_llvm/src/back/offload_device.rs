@@ -12,7 +12,7 @@
 //!   defines, since Rust has no pointer into the constant address space of
 //!   `llvm.amdgcn.implicitarg.ptr`.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 
 use rustc_abi::{AddressSpace, Align};
 use rustc_codegen_ssa::traits::BaseTypeCodegenMethods;
@@ -23,11 +23,20 @@ use crate::builder::gpu_offload::add_unnamed_global;
 use crate::context::SimpleCx;
 use crate::llvm::{self, Value};
 
-/// The symbol of `core::offload`'s grid runner for the CPU device, an `extern "C" fn(work_item:
-/// unsafe extern "C" fn(*const c_void), args: *const c_void, kernel: *const c_char)`. The
+/// The symbol of `core::offload`'s grid runner for the CPU device, an `extern "C" fn(row: unsafe
+/// extern "C" fn(*const c_void, u32), args: *const c_void, kernel: *const c_char)`. The
 /// monomorphizer roots it in every CPU device image (`rustc_monomorphize`'s
 /// `CPU_DEVICE_GRID_RUNNER`, the same name).
 pub(crate) const CPU_DEVICE_GRID_RUNNER: &str = "__rust_offload_cpu_launch";
+
+/// The symbol of the thread index (`[u32; 3]`, thread-local) of the work item that the calling
+/// thread runs, in the CPU device's `core`, which the runner roots with itself.
+pub(crate) const CPU_DEVICE_THREAD_IDX: &CStr = c"__rust_offload_thread_idx";
+
+/// The module's [`CPU_DEVICE_THREAD_IDX`], if it has it.
+pub(crate) fn cpu_device_thread_idx<'ll>(cx: &SimpleCx<'ll>) -> Option<&'ll Value> {
+    unsafe { llvm::LLVMGetNamedGlobal(cx.llmod, CPU_DEVICE_THREAD_IDX.as_ptr()) }
+}
 
 /// Marks an entry made by [`run_cpu_kernel_over_grid`], so that a later run over the same
 /// module (fat LTO) leaves it as it is.
@@ -35,16 +44,17 @@ const GRID_ENTRY: &str = "offload-grid-entry";
 
 /// Makes `kernel`, a kernel of a CPU device image with the runtime's signature (`void(ptr
 /// dyn_ptr, ...)`, see `handle_offload`), run the whole grid of its launch: its body becomes
-/// an internal function `<symbol>.work_item`; a new function `<symbol>.grid_work_item(ptr
-/// args)` calls it with the arguments packed at `args`; and a new entry under the kernel's
-/// symbol, linkage and signature packs its arguments and calls `runner(grid_work_item, args,
-/// symbol)`, where `symbol` is the kernel's symbol as a C string.
-/// The entry keeps the kernel's `offload-kernel` attribute. A kernel that is already such an
-/// entry is left as it is.
+/// an internal function `<symbol>.work_item`; a new function `<symbol>.grid_row(ptr args, i32
+/// count)` calls it for x = 0..count, with the arguments packed at `args`, storing x to
+/// `thread_idx` (the thread-local [`CPU_DEVICE_THREAD_IDX`]) first; and a new entry under the
+/// kernel's symbol, linkage and signature packs its arguments and calls `runner(grid_row,
+/// args, symbol)`, where `symbol` is the kernel's symbol as a C string. The entry keeps the
+/// kernel's `offload-kernel` attribute. A kernel that is already such an entry is left as it is.
 pub(crate) fn run_cpu_kernel_over_grid<'ll>(
     cx: &'ll SimpleCx<'_>,
     kernel: &'ll Value,
     runner: &'ll Value,
+    thread_idx: &'ll Value,
 ) {
     if attributes::has_string_attr(kernel, GRID_ENTRY) {
         return;
@@ -69,21 +79,51 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
     let one = Align::ONE;
     let i32_0 = cx.get_const_i32(0);
 
-    let work_item_ty = cx.type_func(&[cx.type_ptr()], cx.type_void());
-    let work_item_name = [name.as_slice(), b".grid_work_item"].concat();
-    let work_item = cx.add_func(str::from_utf8(&work_item_name).unwrap(), work_item_ty);
-    llvm::set_linkage(work_item, llvm::Linkage::InternalLinkage);
-    attributes::apply_to_llfn(work_item, llvm::AttributePlace::Function, &fn_attrs);
-    let mut builder = SBuilder::build(cx, SBuilder::append_block(cx, work_item, "entry"));
-    let args = llvm::get_param(work_item, 0);
+    // `<symbol>.grid_row(ptr args, i32 count)`: the work items x = 0..count of one row of a
+    // block, the arguments loaded once; x goes to `core`'s thread-local thread index (the
+    // runner set its y and z) before each work item. The body inlines into this loop, where
+    // its reads of the index are the store's value, so a row can be vectorized.
+    let i32_ty = cx.type_i32();
+    let row_ty = cx.type_func(&[cx.type_ptr(), i32_ty], cx.type_void());
+    let row_name = [name.as_slice(), b".grid_row"].concat();
+    let row = cx.add_func(str::from_utf8(&row_name).unwrap(), row_ty);
+    llvm::set_linkage(row, llvm::Linkage::InternalLinkage);
+    attributes::apply_to_llfn(row, llvm::AttributePlace::Function, &fn_attrs);
+    let entry_bb = SBuilder::append_block(cx, row, "entry");
+    let loop_bb = SBuilder::append_block(cx, row, "work_item");
+    let exit_bb = SBuilder::append_block(cx, row, "exit");
+    let mut builder = SBuilder::build(cx, entry_bb);
+    let (args, count) = (llvm::get_param(row, 0), llvm::get_param(row, 1));
     let values: Vec<_> = (0..param_types.len())
         .map(|i| {
             let field = builder.inbounds_gep(args_ty, args, &[i32_0, cx.get_const_i32(i as u64)]);
             builder.load(param_types[i], field, one)
         })
         .collect();
+    // The runner never passes a `count` of 0.
+    unsafe { llvm::LLVMBuildBr(builder.llbuilder, loop_bb) };
+    unsafe { llvm::LLVMPositionBuilderAtEnd(builder.llbuilder, loop_bb) };
+    let x = unsafe { llvm::LLVMBuildPhi(builder.llbuilder, i32_ty, c"x".as_ptr()) };
+    builder.store(x, thread_idx, Align::from_bytes(4).unwrap());
     let call = builder.call(kernel_ty, kernel, &values, None);
     unsafe { llvm::LLVMSetInstructionCallConv(call, call_conv) };
+    let next = unsafe {
+        llvm::LLVMBuildNUWAdd(builder.llbuilder, x, cx.get_const_i32(1), c"next".as_ptr())
+    };
+    let more = unsafe {
+        let ult = llvm::IntPredicate::IntULT as std::ffi::c_uint;
+        llvm::LLVMBuildICmp(builder.llbuilder, ult, next, count, c"more".as_ptr())
+    };
+    unsafe {
+        llvm::LLVMBuildCondBr(builder.llbuilder, more, loop_bb, exit_bb);
+        llvm::LLVMAddIncoming(
+            x,
+            [cx.get_const_i32(0), next].as_ptr(),
+            [entry_bb, loop_bb].as_ptr(),
+            2,
+        );
+        llvm::LLVMPositionBuilderAtEnd(builder.llbuilder, exit_bb);
+    }
     builder.ret_void();
 
     let entry = cx.add_func(str::from_utf8(&name).unwrap(), kernel_ty);
@@ -115,7 +155,7 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
         llvm::Linkage::PrivateLinkage,
     );
     let runner_ty = cx.get_type_of_global(runner);
-    builder.call(runner_ty, runner, &[work_item, packed, symbol], None);
+    builder.call(runner_ty, runner, &[row, packed, symbol], None);
     builder.ret_void();
     llvm::set_linkage(entry, linkage);
     llvm::set_visibility(entry, visibility);

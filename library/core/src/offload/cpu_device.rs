@@ -4,7 +4,7 @@
 //! loads an image as a shared object and calls a kernel once, through libffi, with the
 //! launch's arguments; it passes on neither the grid nor the block. So the compiler's device
 //! pass gives each kernel of such an image an entry that hands its arguments to
-//! [`__rust_offload_cpu_launch`], together with a function that runs one work item on them
+//! [`__rust_offload_cpu_launch`], together with a function that runs a row of work items on them
 //! (`rustc_codegen_llvm::back::offload_device`), and roots that function of this module in the
 //! image. The grid comes from the launching program: its launch code stores the launch's
 //! `blocks` and `threads` into the thread-local [`Launch`] record `__rust_offload_launch`
@@ -16,7 +16,8 @@
 //! started for the launch, where `n` is the number of online CPUs, or the value of the
 //! environment variable `RUST_OFFLOAD_CPU_WORKERS` (a positive integer) when set, and never more
 //! than the grid's blocks. Each worker takes the next block not yet taken and runs its threads
-//! one after another, x fastest, then y, then z. The launch returns when every block has run.
+//! one after another, x fastest (a loop inside the kernel's row function, into which the
+//! kernel's body is inlined), then y, then z. The launch returns when every block has run.
 //!
 //! A work item that ends the program by a signal (`SIGILL` of the trap that a panic handler's
 //! `core::intrinsics::abort()` executes, `SIGTRAP`, `SIGABRT`, `SIGFPE`) prints one line
@@ -46,10 +47,13 @@ impl Block {
     const OUTSIDE_LAUNCH: Block = Block { block_idx: [0; 3], block_dim: [1; 3], grid_dim: [1; 3] };
 }
 
-// Set once per block and once per work item: a work item costs a 12-byte store.
+// Set once per block; the thread index once per work item, by the kernel's row function,
+// which names it by its symbol: with the store and the kernel's reads of one global in one
+// function, LLVM forwards the index to the reads and can vectorize the row.
 #[thread_local]
 static BLOCK: Cell<Block> = Cell::new(Block::OUTSIDE_LAUNCH);
 #[thread_local]
+#[unsafe(export_name = "__rust_offload_thread_idx")]
 static THREAD_IDX: Cell<[u32; 3]> = Cell::new([0; 3]);
 
 /// The kernel (a NUL-terminated symbol) whose work items the calling thread runs; null outside.
@@ -208,12 +212,14 @@ fn install_signal_handlers() {
     }
 }
 
-/// Runs one work item: the kernel on the arguments that the kernel's entry packed.
-type WorkItemFn = unsafe extern "C" fn(args: *const c_void);
+/// Runs the work items of one row of a block (x = `0..count`, `count` > 0): the kernel on the
+/// arguments that the kernel's entry packed, writing each x to `__rust_offload_thread_idx[0]`
+/// first (the caller sets y and z). Made by the device pass for each kernel.
+type RowFn = unsafe extern "C" fn(args: *const c_void, count: u32);
 
 /// One launch, shared by its workers.
 struct Grid {
-    work_item: WorkItemFn,
+    row: RowFn,
     args: *const c_void,
     kernel: *const c_char,
     blocks: [u32; 3],
@@ -242,12 +248,11 @@ fn run_blocks(grid: &Grid) {
         BLOCK.set(Block { block_idx, block_dim: grid.threads, grid_dim: grid.blocks });
         for z in 0..threads_z {
             for y in 0..threads_y {
-                for x in 0..threads_x {
-                    THREAD_IDX.set([x, y, z]);
-                    // SAFETY: the kernel's entry passed a work item function and the arguments
-                    // it takes, which stay alive until `__rust_offload_cpu_launch` returns.
-                    unsafe { (grid.work_item)(grid.args) };
-                }
+                THREAD_IDX.set([0, y, z]);
+                // SAFETY: the kernel's entry passed a row function and the arguments it takes,
+                // which stay alive until `__rust_offload_cpu_launch` returns; the row writes x
+                // into this thread's `THREAD_IDX`.
+                unsafe { (grid.row)(grid.args, threads_x) };
             }
         }
     }
@@ -278,7 +283,8 @@ fn worker_limit() -> u64 {
 }
 
 /// Runs every work item of the calling thread's current launch (`__rust_offload_launch`):
-/// `work_item(args)` once per work item, with the indices of this module set for it. Called by
+/// `row(args, ..)` once per row of each block, with the indices of this module set for each work
+/// item. Called by
 /// the entry of each kernel of a CPU device image, which passes its symbol as `kernel` (a C
 /// string, named if a work item ends the program); returns when all work items have run.
 ///
@@ -286,7 +292,7 @@ fn worker_limit() -> u64 {
 /// workers that did start run its blocks.
 #[unsafe(no_mangle)]
 unsafe extern "C" fn __rust_offload_cpu_launch(
-    work_item: WorkItemFn,
+    row: RowFn,
     args: *const c_void,
     kernel: *const c_char,
 ) {
@@ -302,7 +308,7 @@ unsafe extern "C" fn __rust_offload_cpu_launch(
     }
     install_signal_handlers();
     let next_block = AtomicU64::new(0);
-    let grid = Grid { work_item, args, kernel, blocks, threads, block_count, next_block };
+    let grid = Grid { row, args, kernel, blocks, threads, block_count, next_block };
     let workers = worker_limit().min(block_count).min(MAX_WORKERS as u64) as usize;
     let mut started = [0 as PthreadT; MAX_WORKERS];
     let mut started_count = 0;
