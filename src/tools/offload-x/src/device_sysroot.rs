@@ -13,7 +13,7 @@
 //! target, which `cargo offload` takes from `CARGO_OFFLOAD_DEVICE_SYSROOT`.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::cache::{Cache, stage0_toolchain};
 use crate::commands::{copy_dir, gpu_sysroot, toolchain};
