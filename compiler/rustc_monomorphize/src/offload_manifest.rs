@@ -106,6 +106,7 @@ use rustc_data_structures::fx::FxHashSet;
 use rustc_errors::DiagCtxtHandle;
 use rustc_hir::def::DefKind;
 use rustc_hir::def_id::{DefId, LOCAL_CRATE};
+use rustc_hir::{CRATE_HIR_ID, HirId};
 use rustc_middle::middle::codegen_fn_attrs::CodegenFnAttrFlags;
 use rustc_middle::mir::mono::MonoItem;
 use rustc_middle::mir::{self, TerminatorKind};
@@ -117,6 +118,7 @@ use rustc_middle::ty::offload_kernel::{
 use rustc_middle::ty::{self, Instance, InstanceKind, Ty, TyCtxt};
 use rustc_middle::util::Providers;
 use rustc_session::config::{CrateType, Offload};
+use rustc_session::declare_lint;
 use rustc_span::{Span, sym};
 use rustc_target::spec::{Arch, BinaryFormat, Os};
 use serde_json::{Value, json};
@@ -208,7 +210,12 @@ fn launches_in<'tcx>(
             });
             continue;
         }
-        if !launch_args_match(tcx, span, kernel, kernel_args, callee_args.type_at(1)) {
+        // The lint level of the launch's scope; the crate's for a function of another crate
+        // that this crate instantiates.
+        let lint_root =
+            terminator.source_info.scope.lint_root(&body.source_scopes).unwrap_or(CRATE_HIR_ID);
+        let passed = callee_args.type_at(1);
+        if !launch_args_match(tcx, span, lint_root, kernel, kernel_args, passed) {
             continue;
         }
         match Instance::try_resolve(tcx, typing_env, kernel, kernel_args) {
@@ -224,13 +231,15 @@ fn launches_in<'tcx>(
 }
 
 /// Whether the argument tuple `passed` of an `offload` launch fits the parameters of the launched
-/// kernel (`kernel` with `kernel_args`); reports a mismatch at `span`, or else a warning for each
-/// shared pointer passed for a mutable one. The host maps each argument by the kernel's parameter
-/// type, so a tuple of other types would hand the device other bytes than the kernel reads. What
-/// rustc 1.95 accepts where the ABI agrees is accepted too (see [`ArgFit`]).
+/// kernel (`kernel` with `kernel_args`); reports a mismatch at `span`, or else the lint
+/// [`OFFLOAD_SHARED_FOR_MUTABLE`] (at the level of `lint_root`) for each shared pointer passed
+/// for a mutable one. The host maps each argument by the kernel's parameter type, so a tuple of
+/// other types would hand the device other bytes than the kernel reads. What rustc 1.95
+/// accepts where the ABI agrees is accepted too (see [`ArgFit`]).
 fn launch_args_match<'tcx>(
     tcx: TyCtxt<'tcx>,
     span: Span,
+    lint_root: HirId,
     kernel: DefId,
     kernel_args: ty::GenericArgsRef<'tcx>,
     passed: Ty<'tcx>,
@@ -256,15 +265,46 @@ fn launch_args_match<'tcx>(
     }
     for ((fit, passed), param) in fits.iter().zip(passed_tys).zip(sig.inputs()) {
         if *fit == ArgFit::SharedForMut {
-            tcx.dcx().emit_warn(errors::OffloadLaunchSharedToMut {
+            tcx.emit_node_span_lint(
+                OFFLOAD_SHARED_FOR_MUTABLE,
+                lint_root,
                 span,
-                kernel: tcx.def_path_str_with_args(kernel, kernel_args),
-                passed: passed.to_string(),
-                param: param.to_string(),
-            });
+                errors::OffloadLaunchSharedToMut {
+                    kernel: tcx.def_path_str_with_args(kernel, kernel_args),
+                    passed: passed.to_string(),
+                    param: param.to_string(),
+                },
+            );
         }
     }
     true
+}
+
+declare_lint! {
+    /// The `offload_shared_for_mutable` lint detects an offload launch that passes a shared
+    /// pointer or reference (`*const T`, `&T`) where the kernel takes a mutable one (`*mut T`,
+    /// `&mut T`). It is reported by the offload host metadata pass
+    /// (`-Zoffload=HostMetadata=<manifest>`).
+    ///
+    /// ### Example
+    ///
+    /// ```rust,ignore (needs the offload host metadata pass)
+    /// #[rustc_offload_kernel]
+    /// fn fill(x: *mut [f32; 64]) { /* ... */ }
+    ///
+    /// let x = [0.0f32; 64];
+    /// core::intrinsics::offload::<_, _, ()>(fill, [1, 1, 1], [64, 1, 1], (&raw const x,));
+    /// ```
+    ///
+    /// ### Explanation
+    ///
+    /// The runtime maps an argument by the kernel's parameter type: for a mutable one it copies
+    /// what the kernel wrote back into the memory that the launch handed over as read-only.
+    /// Rustc 1.95 accepted such launches (the two have one ABI), so this is a lint, not an
+    /// error.
+    pub OFFLOAD_SHARED_FOR_MUTABLE,
+    Warn,
+    "an offload launch passes a shared pointer where the kernel takes a mutable one"
 }
 
 /// How the type of a launch argument stands for the kernel's parameter type.

@@ -207,7 +207,7 @@ fn main() {
     assert!(
         missing
             .stderr_utf8()
-            .contains("is defined in crate `kern2`, which is not a library of this workspace"),
+            .contains("is defined in crate `kern2`, which is not a crate of this workspace"),
         "{}",
         missing.stderr_utf8()
     );

@@ -2,8 +2,9 @@
 // takes a reference to the same pointee and the other way round, and a mutable pointer or
 // reference where the kernel takes a shared one. The runtime maps each argument by the kernel's
 // parameter, so the same bytes go to the device. A shared pointer or reference where the kernel
-// takes a mutable one is accepted with a warning (the kernel's writes come back into memory the
-// launch gave as read-only), once per such argument and never beside an error; another
+// takes a mutable one is accepted with the lint `offload_shared_for_mutable` (the kernel's writes
+// come back into memory the launch gave as read-only), once per such argument and never beside
+// an error, and `#[allow]` silences it; another
 // pointee, a pointer to unsized data (a wide pointer, which the launch maps as two values) that
 // is not of the kernel's exact type, or a pointer where the kernel takes a value, stays an error.
 
@@ -56,6 +57,17 @@ pub fn warned(a: &mut [f64; 16], b: &mut [f64; 16]) {
     offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&*a, &raw const *b));
     //~^ WARN `offload` passes `&[f64; 16]` to the kernel `writes`, whose parameter is `&mut [f64; 16]`
     //~| WARN `offload` passes `*const [f64; 16]` to the kernel `writes`, whose parameter is `*mut [f64; 16]`
+}
+
+#[allow(offload_shared_for_mutable)]
+pub fn allowed(a: &mut [f64; 16], b: &mut [f64; 16]) {
+    offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&raw const *a, &*b));
+}
+
+#[deny(offload_shared_for_mutable)]
+pub fn denied(a: &mut [f64; 16], b: &mut [f64; 16]) {
+    offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&mut *a, &*b));
+    //~^ ERROR `offload` passes `&[f64; 16]` to the kernel `writes`, whose parameter is `*mut [f64; 16]`
 }
 
 pub fn refused(a: &mut [f64; 16], b: &mut [f64; 16], out: &mut f64) {

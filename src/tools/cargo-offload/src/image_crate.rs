@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::args::Arch;
 use crate::util::{Failure, Result, fail, write_if_changed};
-use crate::workspace::Workspace;
+use crate::workspace::{Program, Workspace};
 
 /// The environment variable that names the device sysroot: a sysroot whose
 /// `lib/rustlib/<target>/lib` holds `core` for each device target (the GPU targets and the
@@ -81,26 +81,145 @@ pub(crate) const IMAGE_CRATE: &str = "offload_image";
 /// image needs (a `#[panic_handler]` for the CPU device, say).
 pub(crate) const DEVICE_CFG: &str = "offload_device";
 
-/// Writes the image crate (`Cargo.toml`, `lib.rs`, `manifest.json`) under `dir/image`, only
-/// the files whose content changed, so that cargo sees an unchanged crate as fresh. It
-/// depends on each workspace library that defines a kernel of the manifest, with the features
-/// of `features` (by crate name, as the host build resolved them: see [`library_features`]).
-pub(crate) fn write_image_crate(
+/// What builds the device images of a run: one crate per device pass, the one that the
+/// manifest names and that roots its kernels.
+#[derive(Debug, PartialEq)]
+pub(crate) enum ImageBuilder {
+    /// The generated image crate ([`IMAGE_CRATE`], in this folder), which depends on the
+    /// workspace libraries that define the kernels.
+    ImageCrate(PathBuf),
+    /// A program of the workspace that defines kernels itself (a `bin`, an example, a
+    /// `cdylib`): no crate can depend on it, so its device pass builds it as an `rlib` that
+    /// builds the image, with the features that the host build resolved for it.
+    Program { krate: String, program: Program, features: BTreeSet<String>, manifest: PathBuf },
+}
+
+impl ImageBuilder {
+    /// The manifest that the device passes read.
+    pub(crate) fn manifest(&self) -> PathBuf {
+        match self {
+            ImageBuilder::ImageCrate(dir) => dir.join("manifest.json"),
+            ImageBuilder::Program { manifest, .. } => manifest.clone(),
+        }
+    }
+
+    /// The name of the crate that builds the image.
+    pub(crate) fn krate(&self) -> &str {
+        match self {
+            ImageBuilder::ImageCrate(_) => IMAGE_CRATE,
+            ImageBuilder::Program { krate, .. } => krate,
+        }
+    }
+}
+
+/// Chooses and writes what builds the device images of `manifest` (the merged manifest of the
+/// root crates, whose own manifests are `roots`). When every kernel is defined in workspace
+/// libraries, that is the image crate ([`write_image_crate`]). When kernels are defined in a
+/// program of the workspace, that program builds the image, of the kernels that the crates of
+/// its graph launch: two such programs, or another program that launches kernels, are an error
+/// that names them. The program's manifest is `<dir>/image/manifest-<crate>.json`.
+pub(crate) fn image_builder(
     dir: &Path,
     ws: &Workspace,
     manifest: &Value,
     features: &BTreeMap<String, BTreeSet<String>>,
-) -> Result<PathBuf> {
-    let mut deps = BTreeMap::new();
+    roots: &[PathBuf],
+) -> Result<ImageBuilder> {
+    let mut programs = BTreeSet::new();
+    let mut libraries = BTreeSet::new();
     for kernel in manifest["kernels"].as_array().into_iter().flatten() {
         for krate in kernel_crates(ws, manifest, kernel)? {
-            let (package, path) = &ws.libraries[&krate];
-            deps.insert(krate, (package.clone(), path.clone()));
+            if ws.libraries.contains_key(&krate) {
+                libraries.insert(krate);
+            } else {
+                programs.insert(krate);
+            }
         }
     }
     let image = dir.join("image");
     fs::create_dir_all(&image)
         .map_err(|e| Failure(format!("cannot create {}: {e}", image.display()), 1))?;
+    let mut programs = programs.into_iter();
+    let Some(krate) = programs.next() else {
+        write_image_crate(&image, ws, manifest, features, libraries.iter())?;
+        return Ok(ImageBuilder::ImageCrate(image));
+    };
+    if let Some(other) = programs.next() {
+        return fail(format!(
+            "kernels are defined in two programs of the workspace, `{krate}` and `{other}`: a \
+             program that defines kernels builds the device images itself, so build one at a \
+             time (`--bin NAME`, `--example NAME` or `-p PACKAGE`)"
+        ));
+    }
+    let program = &ws.programs[&krate];
+    let mut reach = root_graph(roots, &krate)?;
+    reach.insert(krate.clone());
+    // The program's image holds the kernels that crates of its graph launch; a workspace
+    // library outside it (also a dependency that the program's code never names) launches its
+    // kernels for other programs.
+    let mut kernels = Vec::new();
+    for kernel in manifest["kernels"].as_array().into_iter().flatten() {
+        let by = kernel["launched_by"].as_array().into_iter().flatten().filter_map(Value::as_str);
+        let by: Vec<&str> = by.collect();
+        if by.iter().any(|c| reach.contains(*c)) {
+            kernels.push(kernel.clone());
+        } else if let Some(other) = by.iter().find(|c| !ws.libraries.contains_key(**c)) {
+            // Another program, a test or a bench of the build launches it.
+            return fail(format!(
+                "the crate `{other}` launches the kernel `{}`, but the program `{krate}` \
+                 defines kernels and builds the device images, which serve only it: build one \
+                 program at a time (`--bin NAME`, `--example NAME` or `-p PACKAGE`)",
+                kernel["kernel"].as_str().unwrap_or("?")
+            ));
+        }
+    }
+    let mut own = manifest.clone();
+    own["crate"] = Value::from(krate.as_str());
+    // Its device pass compiles every dependency of the package, also one that its host code
+    // never names and that is therefore not in its graph.
+    reach.extend(program.dependencies.iter().cloned());
+    own["crate_graph"] = Value::from(reach.into_iter().collect::<Vec<_>>());
+    own["kernels"] = Value::from(kernels);
+    let path = image.join(format!("manifest-{krate}.json"));
+    write_if_changed(&path, serde_json::to_string_pretty(&own).unwrap().as_bytes())?;
+    Ok(ImageBuilder::Program {
+        program: program.clone(),
+        features: features.get(&krate).cloned().unwrap_or_default(),
+        krate,
+        manifest: path,
+    })
+}
+
+/// The crate graph that the root manifest of crate `krate` (one of `roots`) records.
+fn root_graph(roots: &[PathBuf], krate: &str) -> Result<BTreeSet<String>> {
+    for path in roots {
+        let text = fs::read_to_string(path)
+            .map_err(|e| Failure(format!("cannot read {}: {e}", path.display()), 1))?;
+        let m: Value = serde_json::from_str(&text).map_err(|e| {
+            Failure(format!("{} is not an offload manifest: {e}", path.display()), 1)
+        })?;
+        if m["crate"].as_str() == Some(krate) {
+            let graph = m["crate_graph"].as_array().into_iter().flatten();
+            return Ok(graph.filter_map(Value::as_str).map(str::to_string).collect());
+        }
+    }
+    fail(format!(
+        "the program `{krate}` defines kernels, but the host metadata pass wrote no manifest for \
+         it: build it (`--bin NAME`, `--example NAME` or `-p PACKAGE`)"
+    ))
+}
+
+/// Writes the image crate (`Cargo.toml`, `lib.rs`, `manifest.json`) in `image`, only the files
+/// whose content changed, so that cargo sees an unchanged crate as fresh. It depends on each
+/// workspace library of `libraries`, with the features of `features` (by crate name, as the
+/// host build resolved them: see [`resolved_features`]).
+fn write_image_crate<'a>(
+    image: &Path,
+    ws: &Workspace,
+    manifest: &Value,
+    features: &BTreeMap<String, BTreeSet<String>>,
+    libraries: impl Iterator<Item = &'a String>,
+) -> Result<()> {
     let mut toml = String::from(
         "# Written by cargo offload: the crate that builds the device images.\n\
          [package]\nname = \"offload-image\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
@@ -113,7 +232,8 @@ pub(crate) fn write_image_crate(
     let mut lib = String::from(
         "// Written by cargo offload: the crate that builds the device images.\n#![no_std]\n",
     );
-    for (krate, (package, path)) in &deps {
+    for krate in libraries {
+        let (package, path) = &ws.libraries[krate];
         // A library the host metadata pass did not build for the target keeps its defaults.
         let features = match features.get(krate) {
             Some(features) => {
@@ -139,58 +259,69 @@ pub(crate) fn write_image_crate(
     if lock.is_file() && !image.join("Cargo.lock").is_file() {
         let _ = fs::copy(&lock, image.join("Cargo.lock"));
     }
-    Ok(image)
+    Ok(())
 }
 
-/// The workspace libraries the image crate depends on for `kernel`, an entry of `manifest`: the
-/// crate that defines it; for a kernel declared in an `extern` block (the 1.95 style, named by
-/// its link name), the workspace libraries that launch it, whose GPU build defines it, or, if
-/// only programs launch it, every workspace library of the crate graph, one of which must
-/// define it (the device pass names a link name that none defines).
+/// The crates that define `kernel`, an entry of `manifest`: workspace libraries (which the image
+/// crate depends on) or programs ([`Workspace::programs`], which build the image themselves).
+/// That is the crate that defines it; for a kernel declared in an `extern` block (the 1.95
+/// style, named by its link name), the workspace libraries that launch it, whose GPU build
+/// defines it; if only programs launch it, those programs whose root file names
+/// `rustc_offload_kernel` (1.95 style code defines its kernels beside their launches) and every
+/// workspace library of the crate graph, one of which must define it (the device pass names a
+/// link name that none defines).
 fn kernel_crates(ws: &Workspace, manifest: &Value, kernel: &Value) -> Result<Vec<String>> {
     let text = kernel["kernel"].as_str().unwrap_or("?");
     let names = |v: &Value| -> Vec<String> {
         v.as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
     };
     if let Some(krate) = kernel["item"]["crate"].as_str() {
-        if !ws.libraries.contains_key(krate) {
+        if !ws.libraries.contains_key(krate) && !ws.programs.contains_key(krate) {
             return fail(format!(
-                "kernel `{text}` is defined in crate `{krate}`, which is not a library of this \
-                 workspace ({}): cargo offload builds the device images from workspace libraries",
+                "kernel `{text}` is defined in crate `{krate}`, which is not a crate of this \
+                 workspace ({}): cargo offload builds the device images from the workspace's \
+                 crates",
                 ws.root.display()
             ));
         }
         return Ok(vec![krate.to_string()]);
     }
-    let launchers: Vec<String> = names(&kernel["launched_by"])
-        .into_iter()
-        .filter(|c| ws.libraries.contains_key(c))
-        .collect();
-    if !launchers.is_empty() {
-        return Ok(launchers);
+    let launchers = names(&kernel["launched_by"]);
+    let libraries: Vec<String> =
+        launchers.iter().filter(|c| ws.libraries.contains_key(*c)).cloned().collect();
+    if !libraries.is_empty() {
+        return Ok(libraries);
     }
-    let graph: Vec<String> = names(&manifest["crate_graph"])
+    let mut crates: Vec<String> = launchers
         .into_iter()
-        .filter(|c| ws.libraries.contains_key(c))
+        .filter(|c| {
+            ws.programs.get(c).is_some_and(|p| {
+                fs::read_to_string(&p.root).is_ok_and(|s| s.contains("rustc_offload_kernel"))
+            })
+        })
         .collect();
-    if graph.is_empty() {
+    crates.extend(
+        names(&manifest["crate_graph"]).into_iter().filter(|c| ws.libraries.contains_key(c)),
+    );
+    if crates.is_empty() {
         return fail(format!(
-            "kernel `{text}` is declared in an `extern` block (the 1.95 style) and no library of \
-             this workspace ({}) is in its crate graph: cargo offload builds the device images \
-             from workspace libraries, so the `#[no_mangle]` definition of `{text}` must be in one",
+            "kernel `{text}` is declared in an `extern` block (the 1.95 style) and no crate of \
+             this workspace ({}) can define it: the `#[no_mangle]` definition of `{text}` must be \
+             in a library of its crate graph or in the root file of the program that launches it",
             ws.root.display()
         ));
     }
-    Ok(graph)
+    Ok(crates)
 }
 
-/// The features that cargo resolved for each workspace library among `artifacts` (a pass's
-/// `compiler-artifact` messages), by crate name. The device passes build each library with the
-/// features of the host build, so that a kernel picked by a feature (`--features`,
-/// `--no-default-features`, a dependent's feature list) is in the image exactly when the host
-/// launches it. Only the units built for `target` count (their files lie under
-/// `<target dir>/<target>/`): a build dependency's features are resolved apart.
-pub(crate) fn library_features(
+/// The features that cargo resolved for each workspace library and program among `artifacts`
+/// (a pass's `compiler-artifact` messages), by crate name. The device passes build each library
+/// (and a program that defines kernels) with the features of the host build, so that a kernel
+/// picked by a feature (`--features`, `--no-default-features`, a dependent's feature list) is
+/// in the image exactly when the host launches it. Only the units built for `target` count
+/// (their files lie under `<target dir>/<target>/`): a build dependency's features are
+/// resolved apart.
+pub(crate) fn resolved_features(
     artifacts: &[Value],
     ws: &Workspace,
     target: &str,
@@ -207,11 +338,13 @@ pub(crate) fn library_features(
             .flatten()
             .filter_map(Value::as_str)
             .any(|f| f.contains(&target_dir));
-        if !member
-            || !for_target
-            || !ws.libraries.contains_key(&krate)
-            || !kinds.filter_map(Value::as_str).any(|k| matches!(k, "lib" | "rlib"))
-        {
+        let library = kinds.filter_map(Value::as_str).any(|k| matches!(k, "lib" | "rlib"));
+        let known = if library {
+            ws.libraries.contains_key(&krate)
+        } else {
+            ws.programs.contains_key(&krate) && !ws.libraries.contains_key(&krate)
+        };
+        if !member || !for_target || !known {
             continue;
         }
         let resolved = artifact["features"].as_array().into_iter().flatten();
@@ -233,8 +366,17 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::util::strings;
 
-    fn workspace(libraries: &[&str]) -> Workspace {
+    /// A workspace with `libraries` and the programs `app` (a `bin` whose root file is
+    /// `app_root`) and `guide` (a `cdylib` that defines 1.95-style kernels, root `guide_root`).
+    fn workspace(libraries: &[&str], app_root: &Path, guide_root: &Path) -> Workspace {
+        let program = |selector: &[&str], root: &Path| Program {
+            package: "app".to_string(),
+            selector: selector.iter().map(|s| s.to_string()).collect(),
+            root: root.to_path_buf(),
+            dependencies: vec!["dev_only".to_string()],
+        };
         Workspace {
             target_dir: PathBuf::from("/ws/target"),
             root: PathBuf::from("/ws"),
@@ -244,21 +386,39 @@ mod tests {
                 .collect(),
             member_ids: libraries.iter().chain(&["app"]).map(|l| format!("{l} 0.1")).collect(),
             linking_packages: BTreeSet::new(),
+            programs: BTreeMap::from([
+                ("app".to_string(), program(&["--bin", "app"], app_root)),
+                ("guide".to_string(), program(&["--lib"], guide_root)),
+            ]),
         }
     }
 
+    /// A fresh folder for one test, with the root files of [`workspace`]'s two programs.
+    fn scratch(test: &str) -> (PathBuf, PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("cargo-offload-{test}-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (app, guide) = (dir.join("main.rs"), dir.join("guide.rs"));
+        fs::write(&app, "fn main() { k195::scale() }").unwrap();
+        fs::write(&guide, "#[rustc_offload_kernel] extern \"gpu-kernel\" fn g() {}").unwrap();
+        (dir, app, guide)
+    }
+
     #[test]
-    fn kernels_pick_the_libraries_the_image_crate_depends_on() {
-        let ws = workspace(&["kern", "k195", "host_only"]);
+    fn kernels_pick_the_crates_that_define_them() {
+        let (dir, app, guide) = scratch("kernel-crates");
+        let ws = workspace(&["kern", "k195", "host_only"], &app, &guide);
         let manifest = json!({"crate_graph": ["app", "k195", "host_only", "core"]});
         let defined = json!({"kernel": "kern::k", "item": {"crate": "kern"}});
         assert_eq!(kernel_crates(&ws, &manifest, &defined).ok(), Some(vec!["kern".to_string()]));
+        let in_program = json!({"kernel": "app::k", "item": {"crate": "app"}});
+        assert_eq!(kernel_crates(&ws, &manifest, &in_program).ok(), Some(vec!["app".to_string()]));
         let outside = json!({"kernel": "dep::k", "item": {"crate": "dep"}});
         let Err(Failure(message, 1)) = kernel_crates(&ws, &manifest, &outside) else {
             panic!("a kernel outside the workspace accepted")
         };
-        assert!(message.contains("`dep`, which is not a library of this workspace"), "{message}");
-        // 1.95 style: the launching libraries, else the workspace libraries of the graph.
+        assert!(message.contains("`dep`, which is not a crate of this workspace"), "{message}");
+        // 1.95 style: the launching libraries, else the launching programs whose root file
+        // defines kernels and the workspace libraries of the graph.
         let by_lib = json!({"kernel": "k195_scale", "link_name": "k195_scale",
             "launched_by": ["k195", "app"]});
         assert_eq!(kernel_crates(&ws, &manifest, &by_lib).ok(), Some(vec!["k195".to_string()]));
@@ -268,16 +428,78 @@ mod tests {
             kernel_crates(&ws, &manifest, &by_program).ok(),
             Some(vec!["k195".to_string(), "host_only".to_string()])
         );
-        let alone = json!({"crate_graph": ["app", "core"]});
+        let by_guide = json!({"kernel": "g", "link_name": "g", "launched_by": ["guide"]});
+        let alone = json!({"crate_graph": ["guide", "core"]});
+        assert_eq!(kernel_crates(&ws, &alone, &by_guide).ok(), Some(vec!["guide".to_string()]));
         let Err(Failure(message, 1)) = kernel_crates(&ws, &alone, &by_program) else {
-            panic!("a 1.95-style kernel without a library accepted")
+            panic!("a 1.95-style kernel without a defining crate accepted")
         };
-        assert!(message.contains("no library of this workspace"), "{message}");
+        assert!(message.contains("no crate of this workspace"), "{message}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_program_that_defines_kernels_builds_the_image() {
+        let (dir, app, guide) = scratch("builder");
+        let ws = workspace(&["kern"], &app, &guide);
+        let root = |krate: &str, graph: &[&str]| {
+            let path = dir.join(format!("{krate}-root.json"));
+            let m = json!({"crate": krate, "crate_graph": graph});
+            fs::write(&path, m.to_string()).unwrap();
+            path
+        };
+        let roots = [root("app", &["app", "core", "kern"]), root("guide", &["core", "guide"])];
+        let kernel = |krate: &str, by: &str| {
+            let item = json!({"crate": krate});
+            json!({"kernel": format!("{krate}::k"), "item": item, "launched_by": [by]})
+        };
+        let features = BTreeMap::from([("app".to_string(), BTreeSet::from(["big".to_string()]))]);
+        let build = |ws: &Workspace, kernels: Value| {
+            let manifest = json!({"crate": IMAGE_CRATE, "crate_graph": [], "kernels": kernels});
+            image_builder(&dir, ws, &manifest, &features, &roots)
+        };
+        // Libraries only: the image crate.
+        let Ok(ImageBuilder::ImageCrate(image)) = build(&ws, json!([kernel("kern", "kern")]))
+        else {
+            panic!("no image crate")
+        };
+        assert!(fs::read_to_string(image.join("lib.rs")).unwrap().contains("extern crate kern;"));
+        // A program's kernel and a library kernel of its graph: the program, under its name; a
+        // kernel that only a library outside its graph launches is not the program's.
+        let ws_far = workspace(&["kern", "far", "dev_only"], &app, &guide);
+        let kernels = json!([
+            kernel("app", "app"),
+            kernel("kern", "kern"),
+            kernel("far", "far"),
+            kernel("dev_only", "dev_only"),
+        ]);
+        let Ok(builder) = build(&ws_far, kernels) else { panic!("no program builder") };
+        assert_eq!(builder.krate(), "app");
+        let ImageBuilder::Program { program, features: own, .. } = &builder else { unreachable!() };
+        assert_eq!(program.selector, strings(&["--bin", "app"]));
+        assert_eq!(own, &BTreeSet::from(["big".to_string()]));
+        let written: Value =
+            serde_json::from_str(&fs::read_to_string(builder.manifest()).unwrap()).unwrap();
+        assert_eq!(written["crate"], "app");
+        assert_eq!(written["crate_graph"], json!(["app", "core", "dev_only", "kern"]));
+        assert_eq!(written["kernels"].as_array().unwrap().len(), 2);
+        // Two programs with kernels, or another program's launch: errors that name them.
+        let two = build(&ws, json!([kernel("app", "app"), kernel("guide", "guide")]));
+        let Err(Failure(two, 1)) = two else { panic!("two image builders accepted") };
+        assert!(two.contains("two programs of the workspace, `app` and `guide`"), "{two}");
+        let other = build(&ws, json!([kernel("app", "app"), kernel("kern", "guide")]));
+        let Err(Failure(other, 1)) = other else { panic!("another program's launch accepted") };
+        assert!(other.contains("the crate `guide` launches the kernel `kern::k`"), "{other}");
+        let test = build(&ws, json!([kernel("app", "app"), kernel("kern", "a_test")]));
+        let Err(Failure(test, 1)) = test else { panic!("a test's launch accepted") };
+        assert!(test.contains("the crate `a_test` launches the kernel `kern::k`"), "{test}");
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn libraries_keep_the_features_the_host_build_resolved() {
-        let ws = workspace(&["k195", "kern"]);
+        let (dir, app, guide) = scratch("features");
+        let ws = workspace(&["k195", "kern"], &app, &guide);
         let host = "x86_64-unknown-linux-gnu";
         let artifact = |id: &str, name: &str, kind: &str, dir: &str, features: &[&str]| {
             let target = json!({"name": name, "kind": [kind]});
@@ -294,11 +516,14 @@ mod tests {
             // A registry crate named like a workspace library: not a member.
             artifact("registry kern 2.0", "kern", "lib", &target_dir, &["extra"]),
         ];
-        let features = library_features(&artifacts, &ws, host);
+        let features = resolved_features(&artifacts, &ws, host);
         let k195: Vec<&str> = features["k195"].iter().map(String::as_str).collect();
         assert_eq!(k195, ["scale"]);
         assert!(features["kern"].is_empty());
-        assert!(!features.contains_key("app"));
+        // A program's own features: it builds the image when it defines kernels.
+        let app: Vec<&str> = features["app"].iter().map(String::as_str).collect();
+        assert_eq!(app, ["scale"]);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

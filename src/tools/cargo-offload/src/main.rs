@@ -8,8 +8,9 @@
 //!    cargo's `-C extra-filename`, given through `RUSTC_WRAPPER`, the way cargo-miri drives
 //!    rustc); the manifests of the root crates (those of the workspace packages) are merged;
 //! 2. one device pass per arch: a generated image crate that depends on the workspace
-//!    libraries defining the kernels, built with `-Zoffload=Device=<merged manifest>` for the
-//!    arch's target against the toolchain's `core` (the device sysroot, see
+//!    libraries defining the kernels (or a program that defines kernels, compiled as an
+//!    `rlib`), built with `-Zoffload=Device=<merged manifest>` for the arch's target against
+//!    the toolchain's `core` (the device sysroot, see
 //!    [`DEVICE_SYSROOT_VAR`](image_crate::DEVICE_SYSROOT_VAR); `--build-std` builds it from
 //!    source); its image is compiled by the vendor tools (`llc`, `ld.lld`; `ptxas`, `nvlink`),
 //!    packaged with `llvm-offload-binary`, and all images are wrapped into one registration
@@ -41,13 +42,16 @@ use std::process::ExitCode;
 use crate::args::{USAGE, parse_args};
 use crate::passes::run;
 use crate::util::Failure;
-use crate::wrapper::{WRAP_VAR, wrap_rustc};
+use crate::wrapper::{PROGRAM_VAR, WRAP_VAR, wrap_program_rustc, wrap_rustc};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     // As `RUSTC_WRAPPER`, cargo runs us as `cargo-offload <rustc> <args>`.
     if let Ok(pass) = std::env::var(WRAP_VAR) {
         return wrap_rustc(&pass, &args[1..]);
+    }
+    if let Ok(program) = std::env::var(PROGRAM_VAR) {
+        return wrap_program_rustc(&program, &args[1..]);
     }
     // As a cargo subcommand: `cargo-offload offload <verb> ...`.
     let rest =

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::args::{Arch, Invocation};
 use crate::image_crate::{
-    DEVICE_CFG, DeviceCore, device_core, library_features, write_image_crate,
+    DEVICE_CFG, DeviceCore, ImageBuilder, device_core, image_builder, resolved_features,
 };
 use crate::manifests::{merge_manifests, root_manifests};
 use crate::registration::wrap_images;
@@ -23,8 +23,10 @@ use crate::util::{
     Failure, Result, copy_if_changed, fail, forget_other_compilers_output, run_program,
 };
 use crate::vendor::{device_binary, runtime_lib_dir};
-use crate::workspace::{Workspace, host_triple, profile_dir, workspace};
-use crate::wrapper::WRAP_VAR;
+use crate::workspace::{
+    Workspace, host_triple, manifest_path_args, profile_args, profile_dir, workspace,
+};
+use crate::wrapper::{PROGRAM_VAR, WRAP_VAR};
 
 /// Prints one progress line for a pass: `[cargo offload] <what> (<seconds> s)`.
 fn progress(what: &str, start: Instant) {
@@ -99,13 +101,14 @@ fn cargo_command(cargo: &OsString, verb: &str) -> Command {
 /// `test` then run the programs.
 pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     let build = Build::new(inv)?;
-    let (manifest, kernels, features) = build.host_metadata_pass()?;
+    let metadata = build.host_metadata_pass()?;
+    let kernels = metadata.kernels;
     let images_dir = build.dir.join("images");
     fs::create_dir_all(&images_dir)
         .map_err(|e| Failure(format!("cannot create {}: {e}", images_dir.display()), 1))?;
     let mut host_rustflags = format!("{} {}", build.user_rustflags, build.check_cfg);
     if kernels > 0 {
-        host_rustflags.push_str(&build.device_images(&manifest, &features, &images_dir)?);
+        host_rustflags.push_str(&build.device_images(&metadata, &images_dir)?);
     } else {
         eprintln!("[cargo offload] no kernel launches: the program gets no device image");
     }
@@ -114,33 +117,53 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     run_programs(inv, &programs)
 }
 
-/// Removes the image crate's outputs and `host.out` from `deps` (a device pass's output folder)
-/// when the image crate (its `Cargo.toml`, with the libraries' features, and its manifest) or
-/// the pass's `flags` differ from the last device pass into `target_dir`. Cargo keeps one
-/// fingerprint per feature set of the image crate's graph, but `host.out` has one name: after
-/// switching back to an earlier feature set cargo would find that build fresh and keep the
-/// other set's image. The key of the last pass is `<target_dir>/image-key`.
-fn forget_other_image(
-    target_dir: &Path,
-    deps: &Path,
-    image_crate: &Path,
-    flags: &[String],
-) -> Result<()> {
-    let read = |name: &str| fs::read_to_string(image_crate.join(name)).unwrap_or_default();
-    let key = format!("{}\n{}\n{}", flags.join("\x1f"), read("Cargo.toml"), read("manifest.json"));
-    let record = target_dir.join("image-key");
-    if fs::read_to_string(&record).ok().as_deref() == Some(key.as_str()) {
-        return Ok(());
+/// Whether the device pass into `target_dir` must forget its image: whether `key` (what
+/// selects its image: the pass's flags, the image builder's features and manifest) differs
+/// from the last device pass's into the same profile, recorded in `<dir>/image-key` (`dir`: the
+/// pass's profile folder). Cargo keeps one
+/// fingerprint per feature set of a crate's graph, and sees nothing of a manifest's content,
+/// but `host.out` has one name: after switching back to an earlier feature set cargo would find
+/// that build fresh and keep the other set's image. The new key is recorded.
+fn image_key_changed(dir: &Path, key: &str) -> Result<bool> {
+    let record = dir.join("image-key");
+    if fs::read_to_string(&record).ok().as_deref() == Some(key) {
+        return Ok(false);
     }
+    fs::create_dir_all(dir)
+        .and_then(|()| fs::write(&record, key))
+        .map_err(|e| Failure(format!("cannot write {}: {e}", record.display()), 1))?;
+    Ok(true)
+}
+
+/// Removes `host.out` and the outputs of crate `krate` from `deps` (a device pass's output
+/// folder), so that cargo, which finds them missing, builds the crate and its image again.
+fn forget_image(deps: &Path, krate: &str) {
+    let prefix = format!("lib{krate}-");
     for entry in fs::read_dir(deps).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name == "host.out" || name.starts_with("liboffload_image-") {
+        if name == "host.out" || name.starts_with(&prefix) {
             let _ = fs::remove_file(entry.path());
         }
     }
-    fs::create_dir_all(target_dir)
-        .and_then(|()| fs::write(&record, key))
-        .map_err(|e| Failure(format!("cannot write {}: {e}", record.display()), 1))
+}
+
+/// What the host metadata pass found.
+struct HostMetadata {
+    /// The merged manifest of the root crates.
+    manifest: Value,
+    /// Its number of kernel instances.
+    kernels: usize,
+    /// The features that the host build resolved for the workspace's crates
+    /// ([`resolved_features`]).
+    features: BTreeMap<String, BTreeSet<String>>,
+    /// The root crates' own manifests.
+    roots: Vec<PathBuf>,
+}
+
+/// The path of this `cargo-offload`, which cargo runs as `RUSTC_WRAPPER`.
+fn current_exe() -> Result<PathBuf> {
+    std::env::current_exe()
+        .map_err(|e| Failure(format!("cannot find the cargo-offload program: {e}"), 1))
 }
 
 /// What the passes of one `cargo offload` run share.
@@ -191,10 +214,8 @@ impl<'a> Build<'a> {
         })
     }
 
-    /// 1. The host metadata pass, with `cargo-offload` as `RUSTC_WRAPPER`; returns the merged
-    /// manifest of the root crates, its number of kernel instances and the features of the
-    /// workspace libraries ([`library_features`]).
-    fn host_metadata_pass(&self) -> Result<(Value, usize, BTreeMap<String, BTreeSet<String>>)> {
+    /// 1. The host metadata pass, with `cargo-offload` as `RUSTC_WRAPPER`.
+    fn host_metadata_pass(&self) -> Result<HostMetadata> {
         let (inv, host) = (self.inv, &self.host);
         let mut check = cargo_command(&self.cargo, "check");
         check
@@ -202,7 +223,7 @@ impl<'a> Build<'a> {
             .args(if inv.verb == "test" { &["--tests"][..] } else { &[] })
             .args(["--target", host, "--target-dir"])
             .arg(self.dir.join("host-metadata"))
-            .env("RUSTC_WRAPPER", std::env::current_exe().map_err(|e| Failure(format!("{e}"), 1))?)
+            .env("RUSTC_WRAPPER", current_exe()?)
             .env(WRAP_VAR, &self.manifests)
             .env("RUSTFLAGS", format!("{} {}", self.user_rustflags, self.check_cfg));
         let artifacts = cargo_pass(&format!("host metadata pass ({host})"), check, true)?;
@@ -215,35 +236,33 @@ impl<'a> Build<'a> {
             roots.len(),
             if roots.len() == 1 { "" } else { "s" }
         );
-        Ok((manifest, kernels, library_features(&artifacts, &self.ws, host)))
+        let features = resolved_features(&artifacts, &self.ws, host);
+        Ok(HostMetadata { manifest, kernels, features, roots })
     }
 
-    /// 2. The image crate, one device pass per arch and the registration of their images;
-    /// returns the flags that the host pass adds to its `RUSTFLAGS`.
-    fn device_images(
-        &self,
-        manifest: &Value,
-        features: &BTreeMap<String, BTreeSet<String>>,
-        images_dir: &Path,
-    ) -> Result<String> {
-        let image_crate = write_image_crate(&self.dir, &self.ws, manifest, features)?;
+    /// 2. What builds the images ([`image_builder`]), one device pass per arch and the
+    /// registration of their images; returns the flags that the host pass adds to its
+    /// `RUSTFLAGS`.
+    fn device_images(&self, metadata: &HostMetadata, images_dir: &Path) -> Result<String> {
+        let HostMetadata { manifest, features, roots, .. } = metadata;
+        let builder = image_builder(&self.dir, &self.ws, manifest, features, roots)?;
         let mut packaged = Vec::new();
         for arch in &self.archs {
-            packaged.push(self.device_pass(arch, &image_crate, images_dir)?);
+            packaged.push(self.device_pass(arch, &builder, images_dir)?);
         }
         self.register(images_dir, &packaged)
     }
 
-    /// The device pass of `arch`: builds the image crate for its target, then its image with
+    /// The device pass of `arch`: builds the image builder for its target, then its image with
     /// the vendor tools. Returns the pass's image (`host.out`) and the packaged image.
     fn device_pass(
         &self,
         arch: &Arch,
-        image_crate: &Path,
+        builder: &ImageBuilder,
         images_dir: &Path,
     ) -> Result<(PathBuf, PathBuf)> {
         let mut flags = vec!["-Zunstable-options".to_string()];
-        flags.push(format!("-Zoffload=Device={}", image_crate.join("manifest.json").display()));
+        flags.push(format!("-Zoffload=Device={}", builder.manifest().display()));
         flags.push(format!("--cfg={DEVICE_CFG}"));
         flags.push(self.check_cfg.clone());
         if let Some(cpu) = &arch.cpu {
@@ -260,15 +279,9 @@ impl<'a> Build<'a> {
             flags.push("--sysroot".to_string());
             flags.push(sysroot.display().to_string());
         }
-        // The image crate has cargo's two built-in profiles: a custom profile of the user's
-        // workspace (`--profile NAME`) gets the optimized one.
-        let profile = if self.profile == "debug" { "debug" } else { "release" };
         let target_dir = self.dir.join(format!("device-{}", arch.name));
-        let mut build = cargo_command(&self.cargo, "build");
+        let (mut build, profile, output_folder) = self.device_cargo(builder, &mut flags)?;
         build
-            .arg("--manifest-path")
-            .arg(image_crate.join("Cargo.toml"))
-            .args(if profile == "release" { &["--release"][..] } else { &[] })
             .args(if core == DeviceCore::BuildStd { &["-Zbuild-std=core"][..] } else { &[] })
             .args(["--target", &arch.target, "--target-dir"])
             .arg(&target_dir)
@@ -276,8 +289,8 @@ impl<'a> Build<'a> {
             // which rustc writes the image, leaving `host.out` missing or another build's.
             .env("CARGO_INCREMENTAL", "0")
             .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"));
-        let deps = target_dir.join(&arch.target).join(profile).join("deps");
-        forget_other_image(&target_dir, &deps, image_crate, &flags)?;
+        let deps = target_dir.join(&arch.target).join(&profile).join(output_folder);
+        self.forget_other_image(builder, arch, &target_dir, &deps, &flags)?;
         let what = format!("device pass {} ({}, {})", arch.name, arch.target, core.describe());
         cargo_pass(&what, build, false)?;
         let image = deps.join("host.out");
@@ -289,9 +302,92 @@ impl<'a> Build<'a> {
             ));
         }
         let start = Instant::now();
-        let (binary, summary) = device_binary(images_dir, arch, &image, profile == "release")?;
+        let (binary, summary) = device_binary(images_dir, arch, &image, profile != "debug")?;
         progress(&format!("image {}: {summary}", arch.name), start);
         Ok((image, binary))
+    }
+
+    /// The cargo command of a device pass that builds `builder`, without the target, its
+    /// folder and the flags (which it may add to): the image crate with cargo's built-in
+    /// profiles, or the program with the user's profile, features and `cargo-offload` as
+    /// `RUSTC_WRAPPER`. Returns it with the profile folder and the folder under it where the
+    /// image goes.
+    fn device_cargo(
+        &self,
+        builder: &ImageBuilder,
+        flags: &mut Vec<String>,
+    ) -> Result<(Command, String, &'static str)> {
+        Ok(match builder {
+            ImageBuilder::ImageCrate(image_crate) => {
+                // The image crate has cargo's two built-in profiles: a custom profile of the
+                // user's workspace (`--profile NAME`) gets the optimized one.
+                let profile = if self.profile == "debug" { "debug" } else { "release" };
+                let mut build = cargo_command(&self.cargo, "build");
+                build
+                    .arg("--manifest-path")
+                    .arg(image_crate.join("Cargo.toml"))
+                    .args(if profile == "release" { &["--release"][..] } else { &[] });
+                (build, profile.to_string(), "deps")
+            }
+            ImageBuilder::Program { krate, program, features, .. } => {
+                let exe = current_exe()?;
+                // The program's own profile, whose panic strategy may be `unwind`: the image
+                // has no unwinder, and the device's `core` aborts.
+                flags.push("-Cpanic=abort".to_string());
+                let mut build = cargo_command(&self.cargo, "build");
+                build
+                    .args(manifest_path_args(&self.inv.cargo_args))
+                    .args(["-p", &program.package])
+                    .args(&program.selector)
+                    .args(profile_args(&self.inv.cargo_args))
+                    .arg("--no-default-features");
+                if !features.is_empty() {
+                    let list: Vec<&str> = features.iter().map(String::as_str).collect();
+                    build.args(["--features", &list.join(",")]);
+                }
+                build.env("RUSTC_WRAPPER", exe).env(PROGRAM_VAR, krate).env_remove(WRAP_VAR);
+                (build, self.profile.clone(), program.output_folder())
+            }
+        })
+    }
+
+    /// Makes the device pass of `arch` build its image again when what selects the image
+    /// changed since its last pass into `target_dir` ([`image_key_changed`]). The image crate's
+    /// outputs are removed ([`forget_image`]). A program is cleaned with `cargo clean -p`: its
+    /// `rlib` is not the file cargo expects, so a missing `rlib` does not make cargo build it
+    /// again. (Cargo checks the files it expects: on the host it finds the program fresh once
+    /// built; on a GPU target, where the program's file never appears, it compiles the program
+    /// again in every device pass, about 0.2 s for the test's.)
+    fn forget_other_image(
+        &self,
+        builder: &ImageBuilder,
+        arch: &Arch,
+        target_dir: &Path,
+        deps: &Path,
+        flags: &[String],
+    ) -> Result<()> {
+        let read = |path: PathBuf| fs::read_to_string(path).unwrap_or_default();
+        let mut key = format!("{}\n{}\n", flags.join("\x1f"), read(builder.manifest()));
+        match builder {
+            ImageBuilder::ImageCrate(dir) => key.push_str(&read(dir.join("Cargo.toml"))),
+            ImageBuilder::Program { program, features, .. } => {
+                key.push_str(&format!("{program:?} {features:?}"))
+            }
+        }
+        if !image_key_changed(deps.parent().unwrap_or(target_dir), &key)? {
+            return Ok(());
+        }
+        forget_image(deps, builder.krate());
+        if let ImageBuilder::Program { program, .. } = builder {
+            let mut clean = cargo_command(&self.cargo, "clean");
+            clean
+                .args(manifest_path_args(&self.inv.cargo_args))
+                .args(["-p", &program.package, "--target", &arch.target, "--target-dir"])
+                .arg(target_dir)
+                .args(profile_args(&self.inv.cargo_args));
+            let _ = clean.stdout(Stdio::null()).stderr(Stdio::null()).status();
+        }
+        Ok(())
     }
 
     /// 3. The registration object of the `packaged` images, and the image the host pass names;
@@ -346,9 +442,7 @@ impl<'a> Build<'a> {
                 clean.args(["--profile", custom]);
             }
         }
-        if let Some(i) = cargo_args.iter().position(|a| a == "--manifest-path") {
-            clean.args(&cargo_args[i..(i + 2).min(cargo_args.len())]);
-        }
+        clean.args(manifest_path_args(cargo_args));
         for package in &self.ws.linking_packages {
             clean.args(["-p", package]);
         }

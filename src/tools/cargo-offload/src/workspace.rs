@@ -24,6 +24,26 @@ pub(crate) struct Workspace {
     /// Packages with a target that the host pass links (a program, an example, a test, a
     /// `cdylib`): those link the device images' registration.
     pub(crate) linking_packages: BTreeSet<String>,
+    /// Crate name (`-` as `_`) -> the crate that no other crate can depend on but that may
+    /// define kernels: a program, an example, a library without `lib`, `rlib` or `dylib` among its
+    /// crate types (a `cdylib`). A library of the same crate name takes precedence.
+    pub(crate) programs: BTreeMap<String, Program>,
+}
+
+/// A crate of the workspace that only builds a final artifact (see [`Workspace::programs`]).
+/// Its device pass builds it as an `rlib` that builds the device image itself.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Program {
+    /// The package's name.
+    pub(crate) package: String,
+    /// Cargo's arguments that select the target: `--bin NAME`, `--example NAME` or `--lib`.
+    pub(crate) selector: Vec<String>,
+    /// The crate's root file (`src_path`).
+    pub(crate) root: PathBuf,
+    /// The crate names of the package's library and dependencies (normal and dev; a renamed
+    /// one by its new name): its device pass compiles them, also those that its host code never
+    /// names.
+    pub(crate) dependencies: Vec<String>,
 }
 
 /// Runs `cargo metadata --no-deps` (with the user's `--manifest-path`, if any) and reads the
@@ -31,9 +51,7 @@ pub(crate) struct Workspace {
 pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Workspace> {
     let mut cmd = Command::new(cargo);
     cmd.args(["metadata", "--no-deps", "--format-version", "1"]);
-    if let Some(i) = cargo_args.iter().position(|a| a == "--manifest-path") {
-        cmd.args(&cargo_args[i..(i + 2).min(cargo_args.len())]);
-    }
+    cmd.args(manifest_path_args(cargo_args));
     let out = cmd
         .stderr(Stdio::inherit())
         .output()
@@ -45,20 +63,37 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
         .map_err(|e| Failure(format!("`cargo metadata` printed no JSON: {e}"), 1))?;
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let mut libraries = BTreeMap::new();
+    let mut programs = BTreeMap::new();
     let mut linking_packages = BTreeSet::new();
     for package in meta["packages"].as_array().into_iter().flatten() {
         let dir = PathBuf::from(text(package, "manifest_path"))
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
+        let kinds_of = |target: &Value| -> Vec<String> {
+            let kinds = target["kind"].as_array().into_iter().flatten().filter_map(Value::as_str);
+            kinds.map(str::to_string).collect()
+        };
+        let is_library =
+            |kinds: &[String]| kinds.iter().any(|k| matches!(k.as_str(), "lib" | "rlib" | "dylib"));
+        // A program's package's own library is built with the program, named or not.
+        let mut dependencies = dependency_crates(package);
+        let targets = package["targets"].as_array().into_iter().flatten();
+        dependencies.extend(
+            targets.filter(|t| is_library(&kinds_of(t))).map(|t| text(t, "name").replace('-', "_")),
+        );
         for target in package["targets"].as_array().into_iter().flatten() {
-            let kinds: Vec<&str> =
-                target["kind"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-            if kinds.iter().any(|k| matches!(*k, "lib" | "rlib")) {
-                libraries.insert(
-                    text(target, "name").replace('-', "_"),
-                    (text(package, "name"), dir.clone()),
-                );
+            let kinds = kinds_of(target);
+            let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
+            let name = text(target, "name");
+            let krate = name.replace('-', "_");
+            if is_library(&kinds_of(target)) {
+                libraries.insert(krate.clone(), (text(package, "name"), dir.clone()));
+            } else if let Some(selector) = program_selector(&kinds, &name) {
+                let root = PathBuf::from(text(target, "src_path"));
+                let dependencies = dependencies.clone();
+                let package = text(package, "name");
+                programs.insert(krate, Program { package, selector, root, dependencies });
             }
             if kinds
                 .iter()
@@ -81,7 +116,43 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
         libraries,
         member_ids,
         linking_packages,
+        programs,
     })
+}
+
+/// The crate names of the normal and dev dependencies of `package` (a package of `cargo
+/// metadata`): the `rename`, else the package name with `-` as `_` (a library named otherwise
+/// than its package keeps its name out of this list).
+fn dependency_crates(package: &Value) -> Vec<String> {
+    let dependencies = package["dependencies"].as_array().into_iter().flatten();
+    dependencies
+        .filter(|d| d["kind"].as_str() != Some("build"))
+        .filter_map(|d| d["rename"].as_str().or(d["name"].as_str()))
+        .map(|name| name.replace('-', "_"))
+        .collect()
+}
+
+impl Program {
+    /// The folder under cargo's profile folder where the program's device pass writes its
+    /// `rlib` and the image: `examples` for an example, `deps` otherwise.
+    pub(crate) fn output_folder(&self) -> &'static str {
+        if self.selector.first().is_some_and(|s| s == "--example") { "examples" } else { "deps" }
+    }
+}
+
+/// Cargo's arguments that select a target of `kinds` named `name` that may define kernels but
+/// is no dependency of other crates: `--bin`, `--example`, `--lib` (a library that builds only
+/// a `cdylib` or a `staticlib`). `None` for tests, benches and build scripts.
+fn program_selector(kinds: &[&str], name: &str) -> Option<Vec<String>> {
+    let flag = match kinds {
+        ["bin"] => "--bin",
+        ["example"] => "--example",
+        _ if !kinds.is_empty() && kinds.iter().all(|k| matches!(*k, "cdylib" | "staticlib")) => {
+            return Some(vec!["--lib".to_string()]);
+        }
+        _ => return None,
+    };
+    Some(vec![flag.to_string(), name.to_string()])
 }
 
 /// The host's target triple, from `rustc -vV`.
@@ -102,12 +173,46 @@ pub(crate) fn profile_dir(cargo_args: &[String]) -> String {
     if cargo_args.iter().any(|a| a == "--release" || a == "-r") {
         return "release".into();
     }
-    match cargo_args.iter().position(|a| a == "--profile").and_then(|i| cargo_args.get(i + 1)) {
-        Some(p) if p == "dev" || p == "test" => "debug".into(),
-        Some(p) if p == "bench" => "release".into(),
-        Some(p) => p.clone(),
+    let named =
+        cargo_args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("--profile") {
+            Some("") => cargo_args.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        });
+    match named {
+        Some("dev" | "test") => "debug".into(),
+        Some("bench") => "release".into(),
+        Some(p) => p.to_string(),
         None => "debug".into(),
     }
+}
+
+/// The user's `--manifest-path PATH` (or `--manifest-path=PATH`), if any, for the cargo
+/// commands that `cargo offload` runs on the user's workspace.
+pub(crate) fn manifest_path_args(cargo_args: &[String]) -> &[String] {
+    match cargo_args.iter().position(|a| a == "--manifest-path") {
+        Some(i) => &cargo_args[i..(i + 2).min(cargo_args.len())],
+        None => match cargo_args.iter().position(|a| a.starts_with("--manifest-path=")) {
+            Some(i) => &cargo_args[i..=i],
+            None => &[],
+        },
+    }
+}
+
+/// The user's cargo arguments that select the profile (`--release`, `-r`, `--profile NAME`),
+/// for the cargo commands that build or clean a workspace crate apart from the user's pass.
+pub(crate) fn profile_args(cargo_args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = cargo_args.iter();
+    while let Some(arg) = rest.next() {
+        if arg == "--release" || arg == "-r" || arg.starts_with("--profile=") {
+            out.push(arg.clone());
+        } else if arg == "--profile" {
+            out.push(arg.clone());
+            out.extend(rest.next().cloned());
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -124,5 +229,19 @@ mod tests {
         assert_eq!(profile_dir(&strings(&["--profile", "test"])), "debug");
         assert_eq!(profile_dir(&strings(&["--profile", "bench"])), "release");
         assert_eq!(profile_dir(&strings(&["--profile", "fast"])), "fast");
+        assert_eq!(profile_dir(&strings(&["--profile=fast"])), "fast");
+        assert_eq!(profile_dir(&strings(&["--profile=dev"])), "debug");
+    }
+
+    #[test]
+    fn profile_arguments_are_kept_apart() {
+        let args = strings(&["-p", "app", "--release", "--profile", "fast", "--features", "x"]);
+        assert_eq!(profile_args(&args), strings(&["--release", "--profile", "fast"]));
+        assert_eq!(profile_args(&strings(&["--profile=fast", "-v"])), strings(&["--profile=fast"]));
+        assert!(profile_args(&strings(&["--bins"])).is_empty());
+        let path = strings(&["--manifest-path=ws/Cargo.toml", "-p", "app"]);
+        assert_eq!(manifest_path_args(&path), &path[..1]);
+        let path = strings(&["-p", "app", "--manifest-path", "ws/Cargo.toml"]);
+        assert_eq!(manifest_path_args(&path), &path[2..]);
     }
 }
