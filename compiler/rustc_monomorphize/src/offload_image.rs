@@ -115,8 +115,10 @@ pub(crate) fn symbol_definition(tcx: TyCtxt<'_>, symbol: &str) -> Option<DefId> 
 /// `instance`, or, for a foreign function that this crate graph defines, the definition (see
 /// [`foreign_definition`]).
 ///
-/// A weak lang item (the panic handler) that no crate defines is an error: the image would call
-/// an undefined symbol.
+/// A weak lang item that no crate defines is an error (the image would call an undefined
+/// symbol), except the panic handler: for a graph without one the codegen backend gives the
+/// image a handler that traps (`rustc_codegen_llvm::back::offload_device`), so that a kernel
+/// crate needs no handler of its own for the device.
 pub(crate) fn bind_foreign_fn<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>) -> Instance<'tcx> {
     let InstanceKind::Item(def_id) = instance.def else { return instance };
     match foreign_definition(tcx, def_id) {
@@ -127,6 +129,7 @@ pub(crate) fn bind_foreign_fn<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>)
             if let Some(path) = tcx.sess.opts.offload_device_manifest()
                 && tcx.is_foreign_item(def_id)
                 && let Some(lang_item) = weak_lang_item(tcx, def_id)
+                && lang_item != LangItem::PanicImpl
             {
                 // Named by the lang item, not by its declaration: core declares `panic_impl`
                 // in more than one function, and the error is the same for each.
@@ -134,7 +137,6 @@ pub(crate) fn bind_foreign_fn<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>)
                     path: path.to_string(),
                     item: lang_item.name().to_string(),
                     symbol: tcx.symbol_name(instance).name.to_string(),
-                    panic_handler: lang_item == LangItem::PanicImpl,
                 });
             }
             instance

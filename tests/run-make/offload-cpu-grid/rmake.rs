@@ -11,11 +11,22 @@
 //! array, launched over 4 blocks of 64 threads gives a wrong result: once per work item with
 //! one worker thread (`RUST_OFFLOAD_CPU_WORKERS=1`), racing otherwise. A work item that panics
 //! stops the program with a line that names the kernel and the work item, and the program
-//! still ends by the trap's signal.
+//! still ends by the trap's signal: the kernel crate defines no panic handler, and the one
+//! that the device pass supplies traps.
+//!
+//! Threads of a block cooperate (`core::offload::sync_threads` and `block_shared!`): a block
+//! sum (1000 blocks of 256 threads, a tree reduction with a barrier per step) and a tiled
+//! 128 x 128 matrix multiply (16 x 16 tiles in block-shared memory, two barriers per tile)
+//! match the host, with the default workers and with one, and so does the block sum in the
+//! dynamic block-shared memory that `core::offload::launch` gives it. A kernel whose thread 0
+//! returns before a barrier that the block's other threads wait at stops the program with a
+//! line that names the kernel and the block, by `SIGABRT`.
 //!
 //! Built for `gfx90a,sm_90` the same kernels pass the vendor tools (`cargo offload` links each
 //! image with `ld.lld --no-undefined`, or `ptxas` and `nvlink`), and a kernel written with
-//! `core::offload` has the same PTX and ISA as the same kernel written with `core::arch`.
+//! `core::offload` has the same PTX and ISA as the same kernel written with `core::arch`. The
+//! cooperating kernels use each GPU's barrier and block-shared memory: `bar.sync 0` and the
+//! `.shared` state space on sm_90, `s_barrier` and the local data share on gfx90a.
 
 //@ only-x86_64
 //@ needs-offload
@@ -38,6 +49,8 @@ const H: usize = 200;
 const D3: [usize; 3] = [20, 12, 10];
 const INDEX_N: usize = 64 * 64 * 2;
 const M: usize = 1024;
+const SUM_N: usize = 256 * 1000;
+const MM: usize = 128;
 
 /// The same mix as `grid::mix`, written again here.
 fn mix(place: [u32; 12]) -> u32 {
@@ -108,6 +121,17 @@ fn check_results(stdout: &str) {
     let index = checksum(index);
     expect("index_portable", index);
     expect("index_arch", index);
+    let input: Vec<u32> = (0..SUM_N as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let sums = input.chunks(256).map(|c| c.iter().fold(0u32, |s, &v| s.wrapping_add(v)));
+    let sums: Vec<u32> = sums.collect();
+    expect("block_sum", checksum(sums.iter().map(|&v| u64::from(v))));
+    expect("block_sum_dynamic", checksum(sums.iter().map(|&v| u64::from(v))));
+    let c = (0..MM * MM).map(|i| {
+        let (row, col) = (i / MM, i % MM);
+        let ab = |k: usize| ((row * MM + k) % 7) as f32 * (((k * MM + col) % 5) as f32 - 2.0);
+        (0..MM).map(ab).sum::<f32>()
+    });
+    expect("matmul_tiled", checksum(c.map(|v| v as i64 as u64)));
 }
 
 /// `line` without the function numbers of PTX block labels (`$L__BB3_2` is `$L__BB_2`).
@@ -168,6 +192,39 @@ fn main() {
     // The program then ends by the signal of the trap (`SIGILL`), as without the line.
     assert_eq!(failed.status().signal(), Some(4), "{:?}", failed.status());
 
+    // The CPU image's block-shared statics are thread-locals, uninitialized (`.tbss`), and
+    // every thread-local of the image is local-dynamic or general-dynamic: an image loaded
+    // with `dlopen` has no room for kilobytes of initial-exec ones.
+    let so = ws.join("target/offload/images/host.so");
+    let symbols = cmd(llvm_tool("llvm-readelf")).args(["-s", "-W"]).arg(&so).run().stdout_utf8();
+    for name in ["7PARTIAL", "6TILE_A", "6TILE_B"] {
+        let line = symbols.lines().find(|l| l.ends_with(name)).unwrap_or_else(|| {
+            panic!("the CPU image has no block-shared static `{name}`:\n{symbols}")
+        });
+        assert!(line.contains(" TLS "), "`{name}` is not a thread-local: {line}");
+    }
+    let sections = cmd(llvm_tool("llvm-readelf")).args(["-S", "-W"]).arg(&so).run().stdout_utf8();
+    assert!(sections.contains(".tbss") && !sections.contains(".offload.block_shared"));
+    let relocations = cmd(llvm_tool("llvm-readelf")).arg("-r").arg(&so).run().stdout_utf8();
+    assert!(!relocations.contains("R_X86_64_TPOFF"), "initial-exec thread-locals:\n{relocations}");
+
+    // Thread 0 of each block returns before the barrier: the program stops, naming the kernel
+    // and a block, by `SIGABRT`, and the launch never returns.
+    let failed = cmd(&exe).arg("barrier").run_fail();
+    let stderr = failed.stderr_utf8();
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("error: the offload kernel `_offload_kernel_barrier_misuse_"))
+        .unwrap_or_else(|| panic!("no line naming the kernel on stderr: {stderr}"));
+    assert!(
+        line.contains(
+            "waits at `core::offload::sync_threads` on the CPU device in 31 work items of block ("
+        ) && line.contains("but 1 of its 32 work items ended without reaching that barrier"),
+        "{line}"
+    );
+    assert!(!failed.stdout_utf8().contains("the launch returned"));
+    assert_eq!(failed.status().signal(), Some(6), "{:?}", failed.status());
+
     // The GPU images of the same kernels: `cargo offload` has each pass the vendor tools.
     let gpu = cwd().join("gpu");
     copy_dir(&ws, &gpu);
@@ -179,6 +236,23 @@ fn main() {
     for register in ["%tid.x", "%tid.y", "%ctaid.x", "%ntid.x", "%ntid.z", "%nctaid.x"] {
         assert!(grid_2d.contains(register), "sm_90 `grid_2d` does not read {register}");
     }
+    let ptx_text = rfs::read_to_string(images.join("sm_90.ptx"));
+    for name in ["block_sum", "block_sum_dynamic", "matmul_tiled"] {
+        let body = kernel(&ptx, name).join("\n");
+        assert!(body.contains("bar.sync"), "sm_90 `{name}` has no barrier:\n{body}");
+        assert!(body.contains("st.shared") && body.contains("ld.shared"), "sm_90 `{name}`");
+    }
+    assert!(ptx_text.contains(".shared .align 4 .b8"), "no `.shared` arrays in the PTX");
+    // The dynamic block-shared memory: an `extern` array that the runtime sizes at launch.
+    assert!(
+        ptx_text.contains(".extern .shared .align 16 .b8 __rust_offload_dynamic_shared[]"),
+        "no dynamic `.shared` array in the PTX"
+    );
     let isa = kernel_instructions(&llvm_tool("llvm-objdump"), &images.join("gfx90a.so"));
     assert_eq!(kernel(&isa, "index_portable"), kernel(&isa, "index_arch"), "gfx90a ISA");
+    for name in ["block_sum", "block_sum_dynamic", "matmul_tiled"] {
+        let body = kernel(&isa, name).join("\n");
+        assert!(body.contains("s_barrier"), "gfx90a `{name}` has no barrier:\n{body}");
+        assert!(body.contains("ds_write") && body.contains("ds_read"), "gfx90a `{name}`");
+    }
 }

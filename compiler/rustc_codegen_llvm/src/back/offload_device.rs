@@ -10,7 +10,12 @@
 //! - **amdgcn.** `core::offload` reads the block and grid dimensions from the implicit kernel
 //!   arguments of code object v5 through two functions that it declares and this module
 //!   defines, since Rust has no pointer into the constant address space of
-//!   `llvm.amdgcn.implicitarg.ptr`.
+//!   `llvm.amdgcn.implicitarg.ptr`; and its barrier through a third, since Rust's fences have
+//!   no workgroup scope.
+//! - **Block-shared memory.** `core::offload::BlockShared` statics (in the link section
+//!   [`BLOCK_SHARED_SECTION`]) move into each device's memory of a block: address space 3 on
+//!   the GPUs, a thread-local of the worker that runs the block on the CPU device; on the GPUs
+//!   `core::offload::dynamic_shared_memory` reads the kernel's dynamic block-shared array.
 
 use std::ffi::{CStr, CString};
 
@@ -21,10 +26,62 @@ use crate::attributes;
 use crate::builder::SBuilder;
 use crate::builder::gpu_offload::add_unnamed_global;
 use crate::context::SimpleCx;
-use crate::llvm::{self, Value};
+use crate::llvm::{self, Attribute, BasicBlock, Builder, Context, Module, Type, Value};
+
+// Functions of LLVM's C API that this module alone uses.
+unsafe extern "C" {
+    /// LLVM's `Use`: an operand slot of a user of a value.
+    type Use;
+    fn LLVMGetNextBasicBlock(block: &BasicBlock) -> Option<&BasicBlock>;
+    fn LLVMGetFirstInstruction(block: &BasicBlock) -> Option<&Value>;
+    fn LLVMGetNextInstruction(instruction: &Value) -> Option<&Value>;
+    fn LLVMIsACallInst(value: &Value) -> Option<&Value>;
+    fn LLVMIsAInvokeInst(value: &Value) -> Option<&Value>;
+    fn LLVMGetEnumAttributeKindForName(
+        name: *const std::ffi::c_char,
+        len: usize,
+    ) -> std::ffi::c_uint;
+    fn LLVMCreateEnumAttribute(cx: &Context, kind: std::ffi::c_uint, value: u64) -> &Attribute;
+    fn LLVMGetCalledValue(call: &Value) -> Option<&Value>;
+    fn LLVMIsAFunction(value: &Value) -> Option<&Value>;
+    fn LLVMGetSection(global: &Value) -> *const std::ffi::c_char;
+    fn LLVMAddGlobalInAddressSpace<'a>(
+        module: &'a Module,
+        ty: &'a Type,
+        name: *const std::ffi::c_char,
+        address_space: std::ffi::c_uint,
+    ) -> &'a Value;
+    fn LLVMConstAddrSpaceCast<'a>(constant: &'a Value, ty: &'a Type) -> &'a Value;
+    fn LLVMGetFirstUse(value: &Value) -> Option<&Use>;
+    fn LLVMGetNextUse(a_use: &Use) -> Option<&Use>;
+    fn LLVMGetUser(a_use: &Use) -> &Value;
+    fn LLVMGetSyncScopeID(
+        cx: &Context,
+        name: *const std::ffi::c_char,
+        len: usize,
+    ) -> std::ffi::c_uint;
+    fn LLVMBuildFenceSyncScope<'a>(
+        builder: &Builder<'a>,
+        ordering: llvm::AtomicOrdering,
+        scope: std::ffi::c_uint,
+        name: *const std::ffi::c_char,
+    ) -> &'a Value;
+}
+
+/// The link section of `core::offload::BlockShared` statics (`core::offload`'s
+/// `BLOCK_SHARED_SECTION`).
+pub(crate) const BLOCK_SHARED_SECTION: &CStr = c".offload.block_shared";
+
+/// The symbol of `core::offload::sync_threads` on the CPU device (`core`'s `cpu_device`).
+const CPU_DEVICE_SYNC_THREADS: &str = "__rust_offload_cpu_sync_threads";
+
+/// The runner's flag for a kernel that reaches [`CPU_DEVICE_SYNC_THREADS`] (`core`'s
+/// `KERNEL_SYNCS`).
+const KERNEL_SYNCS: u64 = 1;
 
 /// The symbol of `core::offload`'s grid runner for the CPU device, an `extern "C" fn(row: unsafe
-/// extern "C" fn(*const c_void, u32), args: *const c_void, kernel: *const c_char)`. The
+/// extern "C" fn(*const c_void, u32, u32), args: *const c_void, kernel: *const c_char, flags:
+/// u32)`. The
 /// monomorphizer roots it in every CPU device image (`rustc_monomorphize`'s
 /// `CPU_DEVICE_GRID_RUNNER`, the same name).
 pub(crate) const CPU_DEVICE_GRID_RUNNER: &str = "__rust_offload_cpu_launch";
@@ -45,11 +102,13 @@ const GRID_ENTRY: &str = "offload-grid-entry";
 /// Makes `kernel`, a kernel of a CPU device image with the runtime's signature (`void(ptr
 /// dyn_ptr, ...)`, see `handle_offload`), run the whole grid of its launch: its body becomes
 /// an internal function `<symbol>.work_item`; a new function `<symbol>.grid_row(ptr args, i32
-/// count)` calls it for x = 0..count, with the arguments packed at `args`, storing x to
-/// `thread_idx` (the thread-local [`CPU_DEVICE_THREAD_IDX`]) first; and a new entry under the
-/// kernel's symbol, linkage and signature packs its arguments and calls `runner(grid_row,
-/// args, symbol)`, where `symbol` is the kernel's symbol as a C string. The entry keeps the
-/// kernel's `offload-kernel` attribute. A kernel that is already such an entry is left as it is.
+/// first, i32 count)` calls it for x = first..first + count, with the arguments packed at
+/// `args`, storing x to `thread_idx` (the thread-local [`CPU_DEVICE_THREAD_IDX`]) first; and a
+/// new entry under the kernel's symbol, linkage and signature packs its arguments and calls
+/// `runner(grid_row, args, symbol, flags)`, where `symbol` is the kernel's symbol as a C string
+/// and `flags` has [`KERNEL_SYNCS`] when the body reaches `core::offload::sync_threads`
+/// ([`reaches`]). The entry keeps the kernel's `offload-kernel` attribute. A kernel that is
+/// already such an entry is left as it is.
 pub(crate) fn run_cpu_kernel_over_grid<'ll>(
     cx: &'ll SimpleCx<'_>,
     kernel: &'ll Value,
@@ -84,7 +143,7 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
     // runner set its y and z) before each work item. The body inlines into this loop, where
     // its reads of the index are the store's value, so a row can be vectorized.
     let i32_ty = cx.type_i32();
-    let row_ty = cx.type_func(&[cx.type_ptr(), i32_ty], cx.type_void());
+    let row_ty = cx.type_func(&[cx.type_ptr(), i32_ty, i32_ty], cx.type_void());
     let row_name = [name.as_slice(), b".grid_row"].concat();
     let row = cx.add_func(str::from_utf8(&row_name).unwrap(), row_ty);
     llvm::set_linkage(row, llvm::Linkage::InternalLinkage);
@@ -93,7 +152,9 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
     let loop_bb = SBuilder::append_block(cx, row, "work_item");
     let exit_bb = SBuilder::append_block(cx, row, "exit");
     let mut builder = SBuilder::build(cx, entry_bb);
-    let (args, count) = (llvm::get_param(row, 0), llvm::get_param(row, 1));
+    let (args, first) = (llvm::get_param(row, 0), llvm::get_param(row, 1));
+    let count = llvm::get_param(row, 2);
+    let end = unsafe { llvm::LLVMBuildNUWAdd(builder.llbuilder, first, count, c"end".as_ptr()) };
     let values: Vec<_> = (0..param_types.len())
         .map(|i| {
             let field = builder.inbounds_gep(args_ty, args, &[i32_0, cx.get_const_i32(i as u64)]);
@@ -112,16 +173,11 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
     };
     let more = unsafe {
         let ult = llvm::IntPredicate::IntULT as std::ffi::c_uint;
-        llvm::LLVMBuildICmp(builder.llbuilder, ult, next, count, c"more".as_ptr())
+        llvm::LLVMBuildICmp(builder.llbuilder, ult, next, end, c"more".as_ptr())
     };
     unsafe {
         llvm::LLVMBuildCondBr(builder.llbuilder, more, loop_bb, exit_bb);
-        llvm::LLVMAddIncoming(
-            x,
-            [cx.get_const_i32(0), next].as_ptr(),
-            [entry_bb, loop_bb].as_ptr(),
-            2,
-        );
+        llvm::LLVMAddIncoming(x, [first, next].as_ptr(), [entry_bb, loop_bb].as_ptr(), 2);
         llvm::LLVMPositionBuilderAtEnd(builder.llbuilder, exit_bb);
     }
     builder.ret_void();
@@ -154,12 +210,244 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
         symbol_init,
         llvm::Linkage::PrivateLinkage,
     );
+    let syncs = cx.get_function(CPU_DEVICE_SYNC_THREADS).is_some_and(|sync| reaches(kernel, sync));
+    let flags = cx.get_const_i32(if syncs { KERNEL_SYNCS } else { 0 });
     let runner_ty = cx.get_type_of_global(runner);
-    builder.call(runner_ty, runner, &[row, packed, symbol], None);
+    builder.call(runner_ty, runner, &[row, packed, symbol, flags], None);
     builder.ret_void();
     llvm::set_linkage(entry, linkage);
     llvm::set_visibility(entry, visibility);
     unsafe { llvm::LLVMSetFunctionCallConv(entry, call_conv) };
+}
+
+/// Whether `from`, a function of the module, reaches `to` through direct calls and invokes
+/// (calls of a function pointer are not followed: `core`'s barrier reports a kernel that
+/// reaches it so).
+fn reaches(from: &Value, to: &Value) -> bool {
+    let mut seen = std::collections::HashSet::from([from as *const Value]);
+    let mut pending = vec![from];
+    while let Some(func) = pending.pop() {
+        if llvm::is_declaration(func) {
+            continue;
+        }
+        let mut block = Some(unsafe { llvm::LLVMGetFirstBasicBlock(func) });
+        while let Some(bb) = block {
+            let mut instruction = unsafe { LLVMGetFirstInstruction(bb) };
+            while let Some(inst) = instruction {
+                let call = unsafe { LLVMIsACallInst(inst).or_else(|| LLVMIsAInvokeInst(inst)) };
+                let callee = call.and_then(|c| unsafe { LLVMGetCalledValue(c) });
+                if let Some(callee) = callee.and_then(|c| unsafe { LLVMIsAFunction(c) }) {
+                    if std::ptr::eq(callee, to) {
+                        return true;
+                    }
+                    if seen.insert(callee as *const Value) {
+                        pending.push(callee);
+                    }
+                }
+                instruction = unsafe { LLVMGetNextInstruction(inst) };
+            }
+            block = unsafe { LLVMGetNextBasicBlock(bb) };
+        }
+    }
+    false
+}
+
+/// Moves every `core::offload::BlockShared` static of the module (a global in
+/// [`BLOCK_SHARED_SECTION`]) into the device's memory of a block. On a GPU (`gpu`), each
+/// becomes an internal global of the same type and alignment in address space 3 (`.shared` on
+/// nvptx, the local data share on amdgcn), without an initializer (the GPUs have none for it),
+/// its uses taking its address cast to the generic address space. On the CPU device, each
+/// becomes a thread-local (a block's threads run on one worker thread), and every thread-local
+/// of the image local-dynamic: an image loaded with `dlopen` has little room for initial-exec
+/// ones.
+///
+/// Returns the names of the statics it could not move: on a GPU, a static that the module uses
+/// otherwise than through casts to the generic address space (`#[used]`, another static's
+/// initializer), which the caller reports.
+pub(crate) fn place_block_shared_statics(cx: &SimpleCx<'_>, gpu: bool) -> Vec<String> {
+    let mut shared = Vec::new();
+    let mut global = unsafe { llvm::LLVMGetFirstGlobal(cx.llmod) };
+    while let Some(g) = global {
+        let section = unsafe { LLVMGetSection(g) };
+        if !section.is_null() && unsafe { CStr::from_ptr(section) } == BLOCK_SHARED_SECTION {
+            shared.push(g);
+        }
+        global = unsafe { llvm::LLVMGetNextGlobal(g) };
+    }
+    if !gpu && !shared.is_empty() {
+        // The C library keeps a module's whole thread-local block in its static TLS space as
+        // soon as one of its thread-locals is initial-exec, and a library loaded with `dlopen`
+        // gets only a little of that space (`cargo offload` builds the image's thread-locals
+        // initial-exec): block-shared memory does not fit, so every thread-local of such an
+        // image becomes local-dynamic (a declared one general-dynamic). The first access of a
+        // function computes the block's address, the others add to it.
+        let mut global = unsafe { llvm::LLVMGetFirstGlobal(cx.llmod) };
+        while let Some(g) = global {
+            if llvm::LLVMIsThreadLocal(g).is_true() || shared.iter().any(|s| std::ptr::eq(*s, g)) {
+                let mode = if llvm::is_declaration(g) {
+                    llvm::ThreadLocalMode::GeneralDynamic
+                } else {
+                    llvm::ThreadLocalMode::LocalDynamic
+                };
+                llvm::set_thread_local_mode(g, mode);
+            }
+            global = unsafe { llvm::LLVMGetNextGlobal(g) };
+        }
+        // Without the section, LLVM puts the uninitialized statics in `.tbss`, where the C
+        // library zeroes each thread's copy instead of copying an image of it.
+        for g in shared {
+            llvm::set_section(g, c"");
+        }
+        return Vec::new();
+    }
+    let mut unmoved = Vec::new();
+    for old in shared {
+        // Rust reaches a static through a pointer in the generic address space: on nvptx the
+        // global itself, on amdgcn (whose globals are in address space 1) a cast of it. A
+        // static with another use (none that Rust emits) stays in global memory.
+        let old_ty = unsafe { llvm::LLVMTypeOf(old) };
+        let mut casts = Vec::new();
+        if old_ty != cx.type_ptr() {
+            let mut next = unsafe { LLVMGetFirstUse(old) };
+            while let Some(a_use) = next {
+                let user = unsafe { LLVMGetUser(a_use) };
+                if unsafe { llvm::LLVMIsAConstantExpr(user) }.is_none()
+                    || unsafe { llvm::LLVMGetConstOpcode(user) } != llvm::Opcode::AddrSpaceCast
+                {
+                    break;
+                }
+                casts.push(user);
+                next = unsafe { LLVMGetNextUse(a_use) };
+            }
+            if next.is_some() {
+                unmoved.push(String::from_utf8_lossy(&llvm::get_value_name(old)).into_owned());
+                continue;
+            }
+        }
+        let name = CString::new(llvm::get_value_name(old)).unwrap();
+        llvm::set_value_name(old, b"");
+        let ty = unsafe { llvm::LLVMGlobalGetValueType(old) };
+        let new = unsafe { LLVMAddGlobalInAddressSpace(cx.llmod, ty, name.as_ptr(), 3) };
+        unsafe {
+            llvm::LLVMSetInitializer(new, llvm::LLVMGetUndef(ty));
+            llvm::LLVMSetAlignment(new, llvm::LLVMGetAlignment(old));
+        }
+        llvm::set_linkage(new, llvm::Linkage::InternalLinkage);
+        if casts.is_empty() {
+            unsafe { llvm::LLVMReplaceAllUsesWith(old, LLVMConstAddrSpaceCast(new, old_ty)) };
+        }
+        for cast in casts {
+            let ty = unsafe { llvm::LLVMTypeOf(cast) };
+            unsafe { llvm::LLVMReplaceAllUsesWith(cast, LLVMConstAddrSpaceCast(new, ty)) };
+        }
+        // The replaced casts stay behind as dead constant users of `old`, which the C API
+        // cannot remove, so `old` is not deleted: internal and unused, it goes with the first
+        // global dead code elimination.
+        llvm::set_linkage(old, llvm::Linkage::InternalLinkage);
+        llvm::set_section(old, c"");
+    }
+    unmoved
+}
+
+/// Defines `__rust_offload_amdgpu_sync_threads()`, which `core::offload::sync_threads`
+/// declares for amdgcn, if the module uses it: a release fence of workgroup scope,
+/// `llvm.amdgcn.s.barrier` and an acquire fence of workgroup scope, as clang's HIP headers
+/// write `__syncthreads`. Internal; it inlines into its callers.
+pub(crate) fn define_amdgpu_sync_threads(cx: &SimpleCx<'_>) {
+    let Some(func) = cx.get_function("__rust_offload_amdgpu_sync_threads") else { return };
+    if !llvm::is_declaration(func) {
+        return;
+    }
+    let barrier_name = "llvm.amdgcn.s.barrier";
+    let barrier_ty = cx.type_func(&[], cx.type_void());
+    let barrier =
+        cx.get_function(barrier_name).unwrap_or_else(|| cx.add_func(barrier_name, barrier_ty));
+    llvm::set_linkage(func, llvm::Linkage::InternalLinkage);
+    // A barrier: no pass may make its calls depend on more control flow than they do (rustc
+    // marks no call convergent), and it inlines where `core` calls it.
+    let attrs = [c"convergent", c"alwaysinline"].map(|name| unsafe {
+        let kind = LLVMGetEnumAttributeKindForName(name.as_ptr(), name.count_bytes());
+        LLVMCreateEnumAttribute(cx.llcx, kind, 0)
+    });
+    attributes::apply_to_llfn(func, llvm::AttributePlace::Function, &attrs);
+    let mut builder = SBuilder::build(cx, SBuilder::append_block(cx, func, "entry"));
+    let workgroup = c"workgroup";
+    let scope = unsafe { LLVMGetSyncScopeID(cx.llcx, workgroup.as_ptr(), 9) };
+    unsafe {
+        LLVMBuildFenceSyncScope(
+            builder.llbuilder,
+            llvm::AtomicOrdering::Release,
+            scope,
+            c"".as_ptr(),
+        )
+    };
+    builder.call(barrier_ty, barrier, &[], None);
+    unsafe {
+        LLVMBuildFenceSyncScope(
+            builder.llbuilder,
+            llvm::AtomicOrdering::Acquire,
+            scope,
+            c"".as_ptr(),
+        )
+    };
+    builder.ret_void();
+}
+
+/// Defines `__rust_offload_dynamic_shared_memory()`, which `core::offload::dynamic_shared_memory`
+/// declares for the GPUs, if the module uses it: the address, in the generic address space, of
+/// the kernel's dynamic block-shared memory, an external zero-sized array in address space 3
+/// (`__rust_offload_dynamic_shared`, 16-byte aligned), which the GPU's runtime sizes at launch
+/// from the launch's `DynCGroupMem` (CUDA's and HIP's `extern __shared__`). Internal; it
+/// inlines into its callers.
+pub(crate) fn define_dynamic_shared_memory(cx: &SimpleCx<'_>) {
+    let Some(func) = cx.get_function("__rust_offload_dynamic_shared_memory") else { return };
+    if !llvm::is_declaration(func) {
+        return;
+    }
+    let name = c"__rust_offload_dynamic_shared";
+    let memory =
+        unsafe { llvm::LLVMGetNamedGlobal(cx.llmod, name.as_ptr()) }.unwrap_or_else(|| {
+            let ty = cx.type_array(cx.type_i8(), 0);
+            let memory = unsafe { LLVMAddGlobalInAddressSpace(cx.llmod, ty, name.as_ptr(), 3) };
+            unsafe { llvm::LLVMSetAlignment(memory, 16) };
+            memory
+        });
+    llvm::set_linkage(func, llvm::Linkage::InternalLinkage);
+    let inline = c"alwaysinline";
+    let attr = unsafe {
+        let kind = LLVMGetEnumAttributeKindForName(inline.as_ptr(), inline.count_bytes());
+        LLVMCreateEnumAttribute(cx.llcx, kind, 0)
+    };
+    attributes::apply_to_llfn(func, llvm::AttributePlace::Function, &[attr]);
+    let mut builder = SBuilder::build(cx, SBuilder::append_block(cx, func, "entry"));
+    builder.ret(unsafe { LLVMConstAddrSpaceCast(memory, cx.type_ptr()) });
+}
+
+/// The end of the symbol of the panic handler that `core` calls: the link name of the
+/// `panic_impl` lang item, which rustc mangles (v0) as `rust_begin_unwind` of the crate
+/// `__rustc`, a name that no item of another crate has.
+const PANIC_HANDLER: &[u8] = b"7___rustc17rust_begin_unwind";
+
+/// Defines the panic handler in an image whose crate graph has none (the monomorphizer lets such
+/// a graph through, see `rustc_monomorphize`'s `bind_foreign_fn`): an internal function that
+/// traps (`llvm.trap`: `trap` on nvptx, `s_trap 2` on amdgcn, `ud2` on the CPU device, whose
+/// grid runner then names the kernel and the work item). A handler of the graph, defined in
+/// the image, stays as it is.
+pub(crate) fn define_default_panic_handler(cx: &SimpleCx<'_>) {
+    let Some(handler) =
+        cx.get_functions().into_iter().find(|f| llvm::get_value_name(f).ends_with(PANIC_HANDLER))
+    else {
+        return;
+    };
+    if !llvm::is_declaration(handler) {
+        return;
+    }
+    let trap_ty = cx.type_func(&[], cx.type_void());
+    let trap = cx.get_function("llvm.trap").unwrap_or_else(|| cx.add_func("llvm.trap", trap_ty));
+    llvm::set_linkage(handler, llvm::Linkage::InternalLinkage);
+    let mut builder = SBuilder::build(cx, SBuilder::append_block(cx, handler, "entry"));
+    builder.call(trap_ty, trap, &[], None);
+    unsafe { llvm::LLVMBuildUnreachable(builder.llbuilder) };
 }
 
 /// Gives the launch record that `core`'s grid runner reads (`__rust_offload_launch`, declared

@@ -25,6 +25,21 @@
 //! grid; the program then ends by the signal as it would have. The handler is installed at the
 //! first launch; a signal outside any work item goes to the handler that was there before.
 //!
+//! **Barriers.** A kernel that reaches [`sync_threads`] (the device pass tells the runner, see
+//! [`KERNEL_SYNCS`]) runs each block's threads as fibers on the worker's thread, each work item
+//! on its own stack ([`FIBER_STACK`], with a guard page): a work item that calls
+//! `sync_threads` switches back to the block's scheduler, which runs the block's other work
+//! items up to the barrier and then releases them all, round after round, until every work item
+//! has ended. A block whose work items do not all reach a barrier (some ended while others
+//! wait) stops the program with a line that names the kernel and the block: stricter than the
+//! GPUs, where threads that have exited are no longer waited for. The switch saves and restores
+//! the callee-saved general registers in a few instructions (x86-64 only); the SSE and x87
+//! control words are the worker's, shared by the block's work items. A work item's stack is
+//! smaller than a thread's; overflowing it hits its guard page (`SIGSEGV`, without a line that
+//! names the work item). Block-shared memory (`core::offload::block_shared!`) is a
+//! thread-local of the image, so each worker's block, whose fibers all run on the worker's
+//! thread, has its own.
+//!
 //! This module is built only into the `core` of the CPU device (`--cfg offload_device`), which
 //! the device pass instantiates from MIR into each image; no other `core` has it.
 
@@ -76,12 +91,14 @@ pub(super) fn grid_dim(dim: usize) -> u32 {
     BLOCK.get().grid_dim[dim]
 }
 
-/// The launching program's record of its current launch, 24 bytes: `blocks` and `threads`
-/// as the launch gave them, x, y, z.
+/// The launching program's record of its current launch, 28 bytes: `blocks` and `threads`
+/// as the launch gave them, x, y, z, and the bytes of dynamic block-shared memory that it asks
+/// for (`core::offload::launch`; 0 otherwise).
 #[repr(C)]
 struct Launch {
     blocks: [u32; 3],
     threads: [u32; 3],
+    dynamic_shared: u32,
 }
 
 /// `pthread_t`, an `unsigned long` on Linux.
@@ -111,6 +128,17 @@ unsafe extern "C" {
     fn sigaction(signum: c_int, act: *const SigAction, old: *mut SigAction) -> c_int;
     fn raise(signum: c_int) -> c_int;
     fn write(fd: c_int, buf: *const c_void, count: usize) -> isize;
+    fn mmap(
+        addr: *mut c_void,
+        len: usize,
+        prot: c_int,
+        flags: c_int,
+        fd: c_int,
+        offset: i64,
+    ) -> *mut c_void;
+    fn mprotect(addr: *mut c_void, len: usize, prot: c_int) -> c_int;
+    fn munmap(addr: *mut c_void, len: usize) -> c_int;
+    fn abort() -> !;
 }
 
 /// `struct sigaction` of Linux's C libraries (glibc and musl, x86-64 and AArch64): the handler,
@@ -212,10 +240,15 @@ fn install_signal_handlers() {
     }
 }
 
-/// Runs the work items of one row of a block (x = `0..count`, `count` > 0): the kernel on the
-/// arguments that the kernel's entry packed, writing each x to `__rust_offload_thread_idx[0]`
-/// first (the caller sets y and z). Made by the device pass for each kernel.
-type RowFn = unsafe extern "C" fn(args: *const c_void, count: u32);
+/// Runs the work items of one row of a block (x = `first..first + count`, `count` > 0): the
+/// kernel on the arguments that the kernel's entry packed, writing each x to
+/// `__rust_offload_thread_idx[0]` first (the caller sets y and z). Made by the device pass for
+/// each kernel.
+type RowFn = unsafe extern "C" fn(args: *const c_void, first: u32, count: u32);
+
+/// A bit of the runner's `flags`: the kernel reaches [`sync_threads`] through the calls that
+/// the device pass can follow (direct calls), so its blocks run as fibers.
+const KERNEL_SYNCS: u32 = 1;
 
 /// One launch, shared by its workers.
 struct Grid {
@@ -226,6 +259,10 @@ struct Grid {
     threads: [u32; 3],
     block_count: u64,
     next_block: AtomicU64,
+    /// The kernel reaches `sync_threads` ([`KERNEL_SYNCS`]).
+    syncs: bool,
+    /// Bytes of dynamic block-shared memory per block.
+    dynamic_shared: usize,
 }
 
 /// Runs blocks of `grid` until none is left to take.
@@ -233,10 +270,16 @@ fn run_blocks(grid: &Grid) {
     RUNNING_KERNEL.set(grid.kernel);
     let [blocks_x, blocks_y, _] = grid.blocks.map(u64::from);
     let [threads_x, threads_y, threads_z] = grid.threads;
+    let fibers = if grid.syncs && grid.threads != [1; 3] { Some(Fibers::new(grid)) } else { None };
+    let dynamic_shared = DynamicShared::new(grid.dynamic_shared);
     loop {
         let block = grid.next_block.fetch_add(1, Ordering::Relaxed);
         if block >= grid.block_count {
             RUNNING_KERNEL.set(ptr::null());
+            if let Some(fibers) = fibers {
+                fibers.release();
+            }
+            dynamic_shared.release();
             return;
         }
         // The indices fit in `u32`: each is below a dimension of the grid.
@@ -246,15 +289,322 @@ fn run_blocks(grid: &Grid) {
             (block / (blocks_x * blocks_y)) as u32,
         ];
         BLOCK.set(Block { block_idx, block_dim: grid.threads, grid_dim: grid.blocks });
+        if let Some(fibers) = &fibers {
+            fibers.run_block(grid);
+            continue;
+        }
         for z in 0..threads_z {
             for y in 0..threads_y {
                 THREAD_IDX.set([0, y, z]);
                 // SAFETY: the kernel's entry passed a row function and the arguments it takes,
                 // which stay alive until `__rust_offload_cpu_launch` returns; the row writes x
                 // into this thread's `THREAD_IDX`.
-                unsafe { (grid.row)(grid.args, threads_x) };
+                unsafe { (grid.row)(grid.args, 0, threads_x) };
             }
         }
+    }
+}
+
+/// Prints `message` (one line, after `error: the offload kernel `<kernel>` `) on standard
+/// error and ends the program by `SIGABRT`, without the line of [`on_fatal_signal`].
+fn stop_with(message: fmt::Arguments<'_>) -> ! {
+    let kernel = RUNNING_KERNEL.replace(ptr::null());
+    let kernel = if kernel.is_null() {
+        "?"
+    } else {
+        // SAFETY: the kernel's entry passed its symbol, a NUL-terminated constant.
+        unsafe { CStr::from_ptr(kernel) }.to_str().unwrap_or("?")
+    };
+    let mut line = Line { bytes: [0; 512], len: 0 };
+    let _ = writeln!(line, "error: the offload kernel `{kernel}` {message}");
+    // SAFETY: `write` of bytes on this stack; `abort` ends the program.
+    unsafe {
+        write(2, line.bytes.as_ptr().cast(), line.len);
+        abort()
+    }
+}
+
+/// A worker's dynamic block-shared memory, which each block that it runs uses in turn: `len`
+/// bytes (none when 0), mapped once per launch and worker, page-aligned.
+struct DynamicShared {
+    base: *mut u8,
+    len: usize,
+}
+
+impl DynamicShared {
+    fn new(len: usize) -> DynamicShared {
+        if len == 0 {
+            DYNAMIC_SHARED.set(ptr::null_mut());
+            return DynamicShared { base: ptr::null_mut(), len };
+        }
+        const PROT_RW: c_int = 1 | 2;
+        const MAP_ANON: c_int = 0x02 | 0x20;
+        // SAFETY: a new private anonymous mapping.
+        let base = unsafe { mmap(ptr::null_mut(), len, PROT_RW, MAP_ANON, -1, 0) };
+        if base as isize == -1 {
+            stop_with(format_args!(
+                "asks for {len} bytes of dynamic block-shared memory, which the CPU device could \
+                 not map"
+            ));
+        }
+        DYNAMIC_SHARED.set(base.cast());
+        DynamicShared { base: base.cast(), len }
+    }
+
+    fn release(self) {
+        DYNAMIC_SHARED.set(ptr::null_mut());
+        if !self.base.is_null() {
+            // SAFETY: the mapping of `new`, which no work item uses any longer.
+            unsafe { munmap(self.base.cast(), self.len) };
+        }
+    }
+}
+
+/// The most threads of a block that runs with barriers: a GPU's limit.
+const MAX_BLOCK_THREADS: usize = 1024;
+/// The stack of each work item of a block that runs with barriers, its guard page included.
+const FIBER_STACK: usize = 256 * 1024;
+/// The page size of Linux on x86-64, the size of a stack's guard page.
+const PAGE: usize = 4096;
+
+/// Where a work item of a block with barriers is.
+#[derive(Clone, Copy, PartialEq)]
+enum FiberState {
+    /// Not started, or released from a barrier.
+    Ready,
+    /// Waiting at `sync_threads`.
+    AtBarrier,
+    /// Its kernel call returned.
+    Ended,
+}
+
+/// A work item of a block with barriers: its saved stack pointer while it waits, and its
+/// thread index.
+#[derive(Clone, Copy)]
+struct Fiber {
+    sp: usize,
+    state: FiberState,
+    thread_idx: [u32; 3],
+}
+
+/// The work item that the calling thread runs as a fiber, null outside one; the grid it
+/// belongs to; and where the block's scheduler saved its stack pointer.
+#[thread_local]
+static CURRENT_FIBER: Cell<*mut Fiber> = Cell::new(ptr::null_mut());
+#[thread_local]
+static CURRENT_GRID: Cell<*const Grid> = Cell::new(ptr::null());
+#[thread_local]
+static SCHEDULER_SP: Cell<*mut usize> = Cell::new(ptr::null_mut());
+
+/// The dynamic block-shared memory of the block that the calling thread runs (a worker's, for
+/// each block it runs), null when the launch asks for none.
+#[thread_local]
+static DYNAMIC_SHARED: Cell<*mut u8> = Cell::new(ptr::null_mut());
+
+/// `core::offload::dynamic_shared_memory` on the CPU device.
+pub(super) fn dynamic_shared_memory() -> *mut u8 {
+    DYNAMIC_SHARED.get()
+}
+
+/// One worker's memory for the fibers of a block: the [`Fiber`]s, then one stack per thread of
+/// the block, each with a guard page below it, mapped once per launch and worker.
+struct Fibers {
+    base: *mut u8,
+    len: usize,
+    fibers: *mut Fiber,
+    count: usize,
+}
+
+impl Fibers {
+    /// Maps the memory for the blocks of `grid`; stops the program when the block has more
+    /// than [`MAX_BLOCK_THREADS`] threads or the memory cannot be mapped.
+    fn new(grid: &Grid) -> Fibers {
+        let count = grid.threads.iter().try_fold(1usize, |n, &t| n.checked_mul(t as usize));
+        let count = count.unwrap_or(usize::MAX);
+        if count > MAX_BLOCK_THREADS || !cfg!(target_arch = "x86_64") {
+            stop_with(format_args!(
+                "calls `core::offload::sync_threads` in blocks of {count} threads; the CPU device \
+                 runs barriers in blocks of at most {MAX_BLOCK_THREADS} threads, on x86-64"
+            ));
+        }
+        let table = (count * size_of::<Fiber>()).next_multiple_of(PAGE);
+        let len = table + count * FIBER_STACK;
+        const PROT_NONE: c_int = 0;
+        const PROT_READ_WRITE: c_int = 1 | 2;
+        const MAP_PRIVATE_ANONYMOUS_NORESERVE: c_int = 0x02 | 0x20 | 0x4000;
+        // SAFETY: a new private anonymous mapping; each guard page lies inside it.
+        let base = unsafe {
+            let base =
+                mmap(ptr::null_mut(), len, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS_NORESERVE, -1, 0);
+            if base as isize == -1 {
+                stop_with(format_args!(
+                    "needs {len} bytes of stacks for its blocks of {count} threads, which the \
+                     CPU device could not map"
+                ));
+            }
+            for i in 0..count {
+                let guard = base.cast::<u8>().add(table + i * FIBER_STACK);
+                if mprotect(guard.cast(), PAGE, PROT_NONE) != 0 {
+                    // Without its guard page, a work item's stack overflow would write into
+                    // its neighbour's stack (the kernel's maps exhausted `vm.max_map_count`).
+                    stop_with(format_args!(
+                        "runs its blocks of {count} threads with barriers, and the CPU device \
+                         could not protect the stack of each work item (too many workers or \
+                         threads for the system's limit of memory maps)"
+                    ));
+                }
+            }
+            base.cast::<u8>()
+        };
+        Fibers { base, len, fibers: base.cast(), count }
+    }
+
+    fn release(self) {
+        // SAFETY: the mapping of `new`, which no fiber uses any longer.
+        unsafe { munmap(self.base.cast(), self.len) };
+    }
+
+    /// Runs the current block (`BLOCK`) of `grid`: every work item as a fiber, round after
+    /// round, each round running every work item up to its next barrier or its end.
+    fn run_block(&self, grid: &Grid) {
+        let [tx, ty, _] = grid.threads;
+        let table = (self.count * size_of::<Fiber>()).next_multiple_of(PAGE);
+        for i in 0..self.count {
+            let i32 = i as u32;
+            let thread_idx = [i32 % tx, i32 / tx % ty, i32 / (tx * ty)];
+            // The stack's top, 16-aligned, holds `fiber_main` (where the first switch returns
+            // to, with the stack then aligned as at a call) and a null return address.
+            // SAFETY: inside the mapping; the top 16 bytes of the work item's stack.
+            let sp = unsafe {
+                let top = self.base.add(table + (i + 1) * FIBER_STACK) as *mut usize;
+                top.sub(1).write(0);
+                top.sub(2).write(fiber_main as *const () as usize);
+                top.sub(2) as usize
+            };
+            // SAFETY: inside the mapping's table of `count` fibers.
+            unsafe { self.fibers.add(i).write(Fiber { sp, state: FiberState::Ready, thread_idx }) };
+        }
+        CURRENT_GRID.set(grid);
+        let mut scheduler_sp = 0usize;
+        SCHEDULER_SP.set(&raw mut scheduler_sp);
+        loop {
+            let (mut waiting, mut ended) = (0, 0);
+            for i in 0..self.count {
+                // SAFETY: a fiber of the table, which only this thread uses.
+                let fiber = unsafe { self.fibers.add(i) };
+                // SAFETY: as above.
+                if unsafe { (*fiber).state } == FiberState::Ended {
+                    ended += 1;
+                    continue;
+                }
+                // SAFETY: as above; the switch runs the fiber until it waits or ends, and it
+                // comes back here through `SCHEDULER_SP`.
+                unsafe {
+                    (*fiber).state = FiberState::Ready;
+                    THREAD_IDX.set((*fiber).thread_idx);
+                    CURRENT_FIBER.set(fiber);
+                    switch_stack(&raw mut scheduler_sp, (*fiber).sp);
+                    match (*fiber).state {
+                        FiberState::AtBarrier => waiting += 1,
+                        _ => ended += 1,
+                    }
+                }
+            }
+            if ended == self.count {
+                CURRENT_FIBER.set(ptr::null_mut());
+                return;
+            }
+            if ended > 0 {
+                let [bx, by, bz] = BLOCK.get().block_idx;
+                stop_with(format_args!(
+                    "waits at `core::offload::sync_threads` on the CPU device in {waiting} work \
+                     items of block ({bx}, {by}, {bz}), but {ended} of its {} work items ended \
+                     without reaching that barrier: every thread of a block must reach each \
+                     barrier",
+                    self.count
+                ));
+            }
+        }
+    }
+}
+
+/// The first code of a fiber: runs its work item, marks it ended and switches back to the
+/// block's scheduler, which never resumes it.
+extern "C" fn fiber_main() -> ! {
+    let (fiber, grid) = (CURRENT_FIBER.get(), CURRENT_GRID.get());
+    // SAFETY: the scheduler set both before it switched here; the grid outlives its blocks.
+    unsafe {
+        let grid = &*grid;
+        (grid.row)(grid.args, (*fiber).thread_idx[0], 1);
+        (*fiber).state = FiberState::Ended;
+        switch_stack(&raw mut (*fiber).sp, *SCHEDULER_SP.get());
+        abort()
+    }
+}
+
+/// Saves the calling context's callee-saved registers and stack pointer (at `save`) and
+/// continues the context whose stack pointer is `to`: a fiber's or the scheduler's, which
+/// returns from its own `switch_stack` (or, for a new fiber, enters `fiber_main`). The 128
+/// bytes below the stack pointer (the System V red zone) are left alone.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+unsafe fn switch_stack(save: *mut usize, to: usize) {
+    // SAFETY: the caller passes a valid `save` and the stack pointer of a suspended context
+    // (or of a new fiber's stack, prepared by `run_block`).
+    unsafe {
+        crate::arch::asm!(
+            "sub rsp, 128",
+            "push rbp",
+            "push rbx",
+            "lea rax, [rip + 2f]",
+            "push rax",
+            "mov [rdi], rsp",
+            "mov rsp, rsi",
+            "ret",
+            "2:",
+            "pop rbx",
+            "pop rbp",
+            "add rsp, 128",
+            in("rdi") save,
+            in("rsi") to,
+            out("rax") _,
+            out("r12") _,
+            out("r13") _,
+            out("r14") _,
+            out("r15") _,
+            clobber_abi("C"),
+        );
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn switch_stack(_save: *mut usize, _to: usize) {
+    // SAFETY: `abort` ends the program; `Fibers::new` stops it before any switch here.
+    unsafe { abort() }
+}
+
+/// `core::offload::sync_threads` on the CPU device: the calling work item waits until every
+/// work item of its block has reached the barrier (see the module's documentation). Outside a
+/// fiber, the block has one thread (nothing to wait for), or the kernel reached the barrier
+/// through a call that the device pass could not follow, which stops the program.
+#[unsafe(export_name = "__rust_offload_cpu_sync_threads")]
+pub(super) fn sync_threads() {
+    let fiber = CURRENT_FIBER.get();
+    if fiber.is_null() {
+        if BLOCK.get().block_dim == [1; 3] {
+            return;
+        }
+        stop_with(format_args!(
+            "reached `core::offload::sync_threads` through a call that the compiler could not \
+             follow (a function pointer or a `dyn` method), so the CPU device runs its blocks' \
+             threads one after another and cannot wait at the barrier"
+        ));
+    }
+    // SAFETY: the fiber that the scheduler runs on this thread; the scheduler resumes it at the
+    // next round.
+    unsafe {
+        (*fiber).state = FiberState::AtBarrier;
+        switch_stack(&raw mut (*fiber).sp, *SCHEDULER_SP.get());
     }
 }
 
@@ -283,10 +633,10 @@ fn worker_limit() -> u64 {
 }
 
 /// Runs every work item of the calling thread's current launch (`__rust_offload_launch`):
-/// `row(args, ..)` once per row of each block, with the indices of this module set for each work
-/// item. Called by
-/// the entry of each kernel of a CPU device image, which passes its symbol as `kernel` (a C
-/// string, named if a work item ends the program); returns when all work items have run.
+/// `row(args, ..)` once per row of each block, or per work item as a fiber when `flags` has
+/// [`KERNEL_SYNCS`], with the indices of this module set for each work item. Called by the
+/// entry of each kernel of a CPU device image, which passes its symbol as `kernel` (a C string,
+/// named if a work item ends the program); returns when all work items have run.
 ///
 /// A grid with a dimension of 0 runs nothing. When a worker thread cannot be started, the
 /// workers that did start run its blocks.
@@ -295,12 +645,13 @@ unsafe extern "C" fn __rust_offload_cpu_launch(
     row: RowFn,
     args: *const c_void,
     kernel: *const c_char,
+    flags: u32,
 ) {
     // SAFETY: the launching program wrote its record on this thread before calling the
     // runtime, which calls the kernel, and so this function, on the same thread.
-    let (blocks, threads) = unsafe {
+    let (blocks, threads, dynamic_shared) = unsafe {
         let launch = &raw const __rust_offload_launch;
-        ((*launch).blocks, (*launch).threads)
+        ((*launch).blocks, (*launch).threads, (*launch).dynamic_shared as usize)
     };
     let block_count = blocks.iter().map(|&b| u64::from(b)).product::<u64>();
     if block_count == 0 || threads.contains(&0) {
@@ -308,7 +659,9 @@ unsafe extern "C" fn __rust_offload_cpu_launch(
     }
     install_signal_handlers();
     let next_block = AtomicU64::new(0);
-    let grid = Grid { row, args, kernel, blocks, threads, block_count, next_block };
+    let syncs = flags & KERNEL_SYNCS != 0;
+    let grid =
+        Grid { row, args, kernel, blocks, threads, block_count, next_block, syncs, dynamic_shared };
     let workers = worker_limit().min(block_count).min(MAX_WORKERS as u64) as usize;
     let mut started = [0 as PthreadT; MAX_WORKERS];
     let mut started_count = 0;

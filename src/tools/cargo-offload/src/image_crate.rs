@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::args::Arch;
+use crate::manifests::read_manifest;
 use crate::util::{Failure, Result, fail, write_if_changed};
 use crate::workspace::{Program, Workspace};
 
@@ -193,11 +194,7 @@ pub(crate) fn image_builder(
 /// The crate graph that the root manifest of crate `krate` (one of `roots`) records.
 fn root_graph(roots: &[PathBuf], krate: &str) -> Result<BTreeSet<String>> {
     for path in roots {
-        let text = fs::read_to_string(path)
-            .map_err(|e| Failure(format!("cannot read {}: {e}", path.display()), 1))?;
-        let m: Value = serde_json::from_str(&text).map_err(|e| {
-            Failure(format!("{} is not an offload manifest: {e}", path.display()), 1)
-        })?;
+        let m = read_manifest(path)?;
         if m["crate"].as_str() == Some(krate) {
             let graph = m["crate_graph"].as_array().into_iter().flatten();
             return Ok(graph.filter_map(Value::as_str).map(str::to_string).collect());

@@ -39,6 +39,15 @@ pub(crate) fn root_manifests(artifacts: &[Value], ws: &Workspace, dir: &Path) ->
     roots.into_iter().collect()
 }
 
+/// The manifest (JSON) at `path`; a file that cannot be read or parsed is a failure that names
+/// it.
+pub(crate) fn read_manifest(path: &Path) -> Result<Value> {
+    let text = fs::read_to_string(path)
+        .map_err(|e| Failure(format!("cannot read {}: {e}", path.display()), 1))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Failure(format!("{} is not an offload manifest: {e}", path.display()), 1))
+}
+
 /// The union of the root manifests, as the manifest of [`IMAGE_CRATE`]: every kernel instance
 /// once (by its symbol, which tells apart the same path in two versions of one crate; by its
 /// instance text where it has none), with the union of its launching crates, and the union of
@@ -48,11 +57,7 @@ pub(crate) fn merge_manifests(paths: &[PathBuf]) -> Result<Value> {
     let mut graph: BTreeSet<String> = BTreeSet::from([IMAGE_CRATE.to_string()]);
     let mut header: Option<(Value, Value, Value)> = None;
     for path in paths {
-        let text = fs::read_to_string(path)
-            .map_err(|e| Failure(format!("cannot read {}: {e}", path.display()), 1))?;
-        let m: Value = serde_json::from_str(&text).map_err(|e| {
-            Failure(format!("{} is not an offload manifest: {e}", path.display()), 1)
-        })?;
+        let m = read_manifest(path)?;
         let this = (m["magic"].clone(), m["format_version"].clone(), m["rustc_commit"].clone());
         match &header {
             Some(h) if *h != this => {

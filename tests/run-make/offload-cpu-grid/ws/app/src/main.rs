@@ -3,12 +3,12 @@
 //! a plain loop on the host, and a checksum that the test recomputes on its own. The racy
 //! saxpy prints `racy_saxpy: k0 k1 ...`, how many times each of its first elements got `a * x`.
 
-#![feature(core_intrinsics)]
+#![feature(core_intrinsics, gpu_offload)]
 #![allow(internal_features)]
 
 use core::intrinsics::offload;
 
-use grid::{D3, H, INDEX_N, M, N, W, mix};
+use grid::{D3, H, INDEX_N, M, MM, N, SUM_BLOCK, SUM_N, TILE, W, mix};
 
 /// `sum((i + 1) * v[i])`, wrapping, in `u64`.
 fn checksum(values: impl Iterator<Item = u64>) -> u64 {
@@ -51,6 +51,13 @@ fn main() {
         let mut out = [0u32; 64];
         offload::<_, _, ()>(grid::out_of_bounds, [4, 1, 1], [16, 1, 1], (&mut out, 37u32));
         println!("out_of_bounds: the launch returned");
+        return;
+    }
+    if std::env::args().nth(1).as_deref() == Some("barrier") {
+        // Thread 0 of each block never reaches the barrier.
+        let mut out = [0u32; 64];
+        offload::<_, _, ()>(grid::barrier_misuse, [2, 1, 1], [32, 1, 1], (&mut out,));
+        println!("barrier_misuse: the launch returned");
         return;
     }
     // 1-D: 1,000,000 elements, 3907 blocks of 256 threads (1,000,192 work items).
@@ -100,6 +107,56 @@ fn main() {
             .count();
         report(name, mismatches, checksum(out.iter().map(|&v| v as u64)));
     }
+
+    // A block sum in block-shared memory with a barrier per step: 1000 blocks of 256 threads.
+    let input: Box<[u32; SUM_N]> = (0..SUM_N as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect::<Vec<_>>()
+        .try_into()
+        .unwrap();
+    let mut sums = boxed::<u32, { SUM_N / SUM_BLOCK }>();
+    offload::<_, _, ()>(
+        grid::block_sum,
+        [1000, 1, 1],
+        [SUM_BLOCK as u32, 1, 1],
+        (&*input, &mut *sums),
+    );
+    let mismatches = (0..SUM_N / SUM_BLOCK)
+        .filter(|&b| {
+            let block = &input[b * SUM_BLOCK..(b + 1) * SUM_BLOCK];
+            sums[b] != block.iter().fold(0u32, |s, &v| s.wrapping_add(v))
+        })
+        .count();
+    report("block_sum", mismatches, checksum(sums.iter().map(|&v| v as u64)));
+    // The same in dynamic block-shared memory, 1 KiB per block, given at launch.
+    let mut dynamic = boxed::<u32, { SUM_N / SUM_BLOCK }>();
+    let threads = [SUM_BLOCK as u32, 1, 1];
+    let args = (&*input, &mut *dynamic);
+    core::offload::launch::<_, _, ()>(grid::block_sum_dynamic, [1000, 1, 1], threads, 1024, args);
+    let mismatches = (0..SUM_N / SUM_BLOCK).filter(|&b| dynamic[b] != sums[b]).count();
+    report("block_sum_dynamic", mismatches, checksum(dynamic.iter().map(|&v| v as u64)));
+
+    // A tiled matrix multiply, two barriers per tile: 128 x 128 in 16 x 16 blocks. The
+    // elements are small integers, so every sum is exact in any order.
+    let a: Box<[f32; MM * MM]> =
+        (0..MM * MM).map(|i| (i % 7) as f32).collect::<Vec<_>>().try_into().unwrap();
+    let b: Box<[f32; MM * MM]> =
+        (0..MM * MM).map(|i| (i % 5) as f32 - 2.0).collect::<Vec<_>>().try_into().unwrap();
+    let mut c = boxed::<f32, { MM * MM }>();
+    let blocks = [(MM / TILE) as u32, (MM / TILE) as u32, 1];
+    offload::<_, _, ()>(
+        grid::matmul_tiled,
+        blocks,
+        [TILE as u32, TILE as u32, 1],
+        (&*a, &*b, &mut *c),
+    );
+    let mismatches = (0..MM * MM)
+        .filter(|&i| {
+            let (row, col) = (i / MM, i % MM);
+            c[i] != (0..MM).map(|k| a[row * MM + k] * b[k * MM + col]).sum::<f32>()
+        })
+        .count();
+    report("matmul_tiled", mismatches, checksum(c.iter().map(|&v| v as i64 as u64)));
 
     // The racy saxpy over 4 blocks of 64 threads: every work item adds `a * x` to all of `y`.
     let xs: Box<[f32; M]> = Box::new(std::array::from_fn(|i| (i % 5 + 1) as f32));

@@ -8,17 +8,12 @@
 #![no_std]
 
 use core::offload::{
-    block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, grid_dim_x,
-    grid_dim_y, grid_dim_z, thread_idx_x, thread_idx_y, thread_idx_z,
+    block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, block_idx_z, block_shared,
+    dynamic_shared_memory, grid_dim_x, grid_dim_y, grid_dim_z, sync_threads, thread_idx_x,
+    thread_idx_y, thread_idx_z,
 };
 
-/// The device image's panic handler (`cargo offload` sets `offload_device` in its device
-/// passes; the host takes std's).
-#[cfg(offload_device)]
-#[panic_handler]
-fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
-    core::intrinsics::abort()
-}
+// No `#[panic_handler]`: the device pass gives each image one that traps.
 
 /// Elements of the 1-D kernels.
 pub const N: usize = 1_000_000;
@@ -144,4 +139,114 @@ pub fn out_of_bounds(out: &mut [u32; 64], bad: u32) {
     let i = block_idx_x() * block_dim_x() + thread_idx_x();
     let at = if i == bad { 64 + i as usize } else { i as usize };
     out[at] = i;
+}
+
+/// Threads per block of the block sum, and the elements that each block sums.
+pub const SUM_BLOCK: usize = 256;
+/// Elements of the block sum's input: one per work item of 1000 blocks.
+pub const SUM_N: usize = SUM_BLOCK * 1000;
+
+block_shared! {
+    /// The block sum's partial sums, one per thread of the block.
+    static PARTIAL: [u32; SUM_BLOCK];
+}
+
+/// `out[b]` = the wrapping sum of block `b`'s `SUM_BLOCK` elements: each thread stores its
+/// element in block-shared memory, then the block halves the partial sums step by step, with a
+/// barrier after each step; thread 0 writes the block's sum.
+#[rustc_offload_kernel]
+pub fn block_sum(input: &[u32; SUM_N], out: &mut [u32; SUM_N / SUM_BLOCK]) {
+    let (t, b) = (thread_idx_x() as usize, block_idx_x() as usize);
+    let partial = PARTIAL.get();
+    // SAFETY: every thread of the block reaches each barrier; between two barriers each
+    // element of `PARTIAL` is written by at most one thread and read by no other.
+    unsafe {
+        (*partial)[t] = input[b * SUM_BLOCK + t];
+        sync_threads();
+        let mut stride = SUM_BLOCK / 2;
+        while stride > 0 {
+            if t < stride {
+                (*partial)[t] = (*partial)[t].wrapping_add((*partial)[t + stride]);
+            }
+            sync_threads();
+            stride /= 2;
+        }
+        if t == 0 {
+            out[b] = (*partial)[0];
+        }
+    }
+}
+
+/// `block_sum` with its partial sums in the launch's dynamic block-shared memory, of which it
+/// needs `block_dim_x() * 4` bytes.
+#[rustc_offload_kernel]
+pub fn block_sum_dynamic(input: &[u32; SUM_N], out: &mut [u32; SUM_N / SUM_BLOCK]) {
+    let (t, b, n) = (thread_idx_x() as usize, block_idx_x() as usize, block_dim_x() as usize);
+    let partial = dynamic_shared_memory().cast::<u32>();
+    // SAFETY: the launch gives `n` `u32`s of dynamic block-shared memory; every thread of the
+    // block reaches each barrier, and between two barriers each element is written by at most
+    // one thread and read by no other.
+    unsafe {
+        *partial.add(t) = input[b * n + t];
+        sync_threads();
+        let mut stride = n / 2;
+        while stride > 0 {
+            if t < stride {
+                *partial.add(t) = (*partial.add(t)).wrapping_add(*partial.add(t + stride));
+            }
+            sync_threads();
+            stride /= 2;
+        }
+        if t == 0 {
+            out[b] = *partial;
+        }
+    }
+}
+
+/// Side of the tiled matrix multiply's square matrices (row-major) and of its tiles.
+pub const MM: usize = 128;
+pub const TILE: usize = 16;
+
+block_shared! {
+    /// The tiles of `a` and `b` that a block multiplies.
+    static TILE_A: [[f32; TILE]; TILE];
+    static TILE_B: [[f32; TILE]; TILE];
+}
+
+/// `c = a * b`, one element of `c` per work item over `TILE` x `TILE` blocks: for each pair of
+/// tiles the block loads one element of each per thread into block-shared memory, waits, adds
+/// up its row of `a`'s tile times its column of `b`'s, and waits again (two barriers per tile).
+#[rustc_offload_kernel]
+pub fn matmul_tiled(a: &[f32; MM * MM], b: &[f32; MM * MM], c: &mut [f32; MM * MM]) {
+    let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
+    let col = block_idx_x() as usize * TILE + tx;
+    let row = block_idx_y() as usize * TILE + ty;
+    let (tile_a, tile_b) = (TILE_A.get(), TILE_B.get());
+    let mut sum = 0.0f32;
+    for t in 0..MM / TILE {
+        // SAFETY: every thread of the block reaches both barriers of each tile; each element
+        // of the tiles is written by one thread and read only after the first barrier.
+        unsafe {
+            (*tile_a)[ty][tx] = a[row * MM + t * TILE + tx];
+            (*tile_b)[ty][tx] = b[(t * TILE + ty) * MM + col];
+            sync_threads();
+            for k in 0..TILE {
+                sum += (*tile_a)[ty][k] * (*tile_b)[k][tx];
+            }
+            sync_threads();
+        }
+    }
+    c[row * MM + col] = sum;
+}
+
+/// Thread 0 of each block returns before the barrier that the block's other threads wait at.
+#[rustc_offload_kernel]
+pub fn barrier_misuse(out: &mut [u32; 64]) {
+    let t = thread_idx_x();
+    if t == 0 {
+        return;
+    }
+    // SAFETY: none: thread 0 never arrives, which the CPU device reports.
+    unsafe { sync_threads() };
+    out[(block_idx_x() * block_dim_x() + t) as usize] = t;
 }
