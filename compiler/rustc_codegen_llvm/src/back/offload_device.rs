@@ -21,6 +21,7 @@ use std::ffi::{CStr, CString};
 
 use rustc_abi::{AddressSpace, Align};
 use rustc_codegen_ssa::traits::BaseTypeCodegenMethods;
+use rustc_data_structures::fx::FxHashSet;
 
 use crate::attributes;
 use crate::builder::SBuilder;
@@ -224,7 +225,7 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
 /// (calls of a function pointer are not followed: `core`'s barrier reports a kernel that
 /// reaches it so).
 fn reaches(from: &Value, to: &Value) -> bool {
-    let mut seen = std::collections::HashSet::from([from as *const Value]);
+    let mut seen = FxHashSet::from_iter([from as *const Value]);
     let mut pending = vec![from];
     while let Some(func) = pending.pop() {
         if llvm::is_declaration(func) {
@@ -365,32 +366,26 @@ pub(crate) fn define_amdgpu_sync_threads(cx: &SimpleCx<'_>) {
     llvm::set_linkage(func, llvm::Linkage::InternalLinkage);
     // A barrier: no pass may make its calls depend on more control flow than they do (rustc
     // marks no call convergent), and it inlines where `core` calls it.
-    let attrs = [c"convergent", c"alwaysinline"].map(|name| unsafe {
-        let kind = LLVMGetEnumAttributeKindForName(name.as_ptr(), name.count_bytes());
-        LLVMCreateEnumAttribute(cx.llcx, kind, 0)
-    });
+    let attrs = [c"convergent", c"alwaysinline"].map(|name| enum_attribute(cx, name));
     attributes::apply_to_llfn(func, llvm::AttributePlace::Function, &attrs);
     let mut builder = SBuilder::build(cx, SBuilder::append_block(cx, func, "entry"));
     let workgroup = c"workgroup";
-    let scope = unsafe { LLVMGetSyncScopeID(cx.llcx, workgroup.as_ptr(), 9) };
-    unsafe {
-        LLVMBuildFenceSyncScope(
-            builder.llbuilder,
-            llvm::AtomicOrdering::Release,
-            scope,
-            c"".as_ptr(),
-        )
+    let scope = unsafe { LLVMGetSyncScopeID(cx.llcx, workgroup.as_ptr(), workgroup.count_bytes()) };
+    let fence = |builder: &SBuilder<'_, '_>, ordering| unsafe {
+        LLVMBuildFenceSyncScope(builder.llbuilder, ordering, scope, c"".as_ptr());
     };
+    fence(&builder, llvm::AtomicOrdering::Release);
     builder.call(barrier_ty, barrier, &[], None);
-    unsafe {
-        LLVMBuildFenceSyncScope(
-            builder.llbuilder,
-            llvm::AtomicOrdering::Acquire,
-            scope,
-            c"".as_ptr(),
-        )
-    };
+    fence(&builder, llvm::AtomicOrdering::Acquire);
     builder.ret_void();
+}
+
+/// The enum attribute `name` (one without a value: `convergent`, `alwaysinline`).
+fn enum_attribute<'ll>(cx: &SimpleCx<'ll>, name: &CStr) -> &'ll Attribute {
+    unsafe {
+        let kind = LLVMGetEnumAttributeKindForName(name.as_ptr(), name.count_bytes());
+        LLVMCreateEnumAttribute(cx.llcx, kind, 0)
+    }
 }
 
 /// Defines `__rust_offload_dynamic_shared_memory()`, which `core::offload::dynamic_shared_memory`
@@ -413,12 +408,8 @@ pub(crate) fn define_dynamic_shared_memory(cx: &SimpleCx<'_>) {
             memory
         });
     llvm::set_linkage(func, llvm::Linkage::InternalLinkage);
-    let inline = c"alwaysinline";
-    let attr = unsafe {
-        let kind = LLVMGetEnumAttributeKindForName(inline.as_ptr(), inline.count_bytes());
-        LLVMCreateEnumAttribute(cx.llcx, kind, 0)
-    };
-    attributes::apply_to_llfn(func, llvm::AttributePlace::Function, &[attr]);
+    let inline = enum_attribute(cx, c"alwaysinline");
+    attributes::apply_to_llfn(func, llvm::AttributePlace::Function, &[inline]);
     let mut builder = SBuilder::build(cx, SBuilder::append_block(cx, func, "entry"));
     builder.ret(unsafe { LLVMConstAddrSpaceCast(memory, cx.type_ptr()) });
 }
