@@ -107,6 +107,7 @@ use rustc_errors::DiagCtxtHandle;
 use rustc_hir::def::DefKind;
 use rustc_hir::def_id::{DefId, LOCAL_CRATE};
 use rustc_hir::{CRATE_HIR_ID, HirId};
+use rustc_macros::Diagnostic;
 use rustc_middle::middle::codegen_fn_attrs::CodegenFnAttrFlags;
 use rustc_middle::mir::mono::MonoItem;
 use rustc_middle::mir::{self, TerminatorKind};
@@ -231,10 +232,11 @@ fn launches_in<'tcx>(
 }
 
 /// Whether the argument tuple `passed` of an `offload` launch fits the parameters of the launched
-/// kernel (`kernel` with `kernel_args`); reports a mismatch at `span`, or else the lint
-/// [`OFFLOAD_SHARED_FOR_MUTABLE`] (at the level of `lint_root`) for each shared pointer passed
-/// for a mutable one. The host maps each argument by the kernel's parameter type, so a tuple of
-/// other types would hand the device other bytes than the kernel reads. What rustc 1.95
+/// kernel (`kernel` with `kernel_args`); reports a mismatch at `span`, a slice parameter whose
+/// elements hold addresses ([`address_holder`]: the device would read host addresses), or else
+/// the lint [`OFFLOAD_SHARED_FOR_MUTABLE`] (at the level of `lint_root`) for each shared pointer
+/// passed for a mutable one. The host maps each argument by the kernel's parameter type, so a
+/// tuple of other types would hand the device other bytes than the kernel reads. What rustc 1.95
 /// accepts where the ABI agrees is accepted too (see [`ArgFit`]).
 fn launch_args_match<'tcx>(
     tcx: TyCtxt<'tcx>,
@@ -263,6 +265,30 @@ fn launch_args_match<'tcx>(
         });
         return false;
     }
+    let mut fine = true;
+    for (index, param) in sig.inputs().iter().enumerate() {
+        let element = match *param.kind() {
+            ty::RawPtr(pointee, _) | ty::Ref(_, pointee, _) => match *pointee.kind() {
+                ty::Slice(element) => element,
+                _ => continue,
+            },
+            _ => continue,
+        };
+        if let Some(holder) = address_holder(tcx, typing_env, element, 0) {
+            tcx.dcx().emit_err(OffloadLaunchSliceOfAddresses {
+                span,
+                kernel: tcx.def_path_str_with_args(kernel, kernel_args),
+                index: index + 1,
+                param: param.to_string(),
+                element: element.to_string(),
+                holder: holder.to_string(),
+            });
+            fine = false;
+        }
+    }
+    if !fine {
+        return false;
+    }
     for ((fit, passed), param) in fits.iter().zip(passed_tys).zip(sig.inputs()) {
         if *fit == ArgFit::SharedForMut {
             tcx.emit_node_span_lint(
@@ -278,6 +304,61 @@ fn launch_args_match<'tcx>(
         }
     }
     true
+}
+
+/// The part of `ty` (`ty` itself, a field, an element) that holds an address: a reference, a raw
+/// or function pointer, a trait object, or anything else that is not plain data (a closure, a
+/// foreign type). None for data made of numbers, `bool`, `char` and function items alone. `depth` counts the
+/// types entered: past 64 (types nested that deep) the type itself is named.
+fn address_holder<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    typing_env: ty::TypingEnv<'tcx>,
+    ty: Ty<'tcx>,
+    depth: usize,
+) -> Option<Ty<'tcx>> {
+    if depth > 64 {
+        return Some(ty);
+    }
+    let inner = |ty| address_holder(tcx, typing_env, ty, depth + 1);
+    match *ty.kind() {
+        ty::Bool
+        | ty::Char
+        | ty::Int(_)
+        | ty::Uint(_)
+        | ty::Float(_)
+        | ty::Str
+        | ty::Never
+        | ty::FnDef(..) => None,
+        ty::Array(element, _) | ty::Slice(element) | ty::Pat(element, _) => inner(element),
+        ty::Tuple(fields) => fields.iter().find_map(inner),
+        ty::Adt(def, args) => def.all_fields().find_map(|field| {
+            inner(tcx.normalize_erasing_regions(typing_env, field.ty(tcx, args)))
+        }),
+        _ => Some(ty),
+    }
+}
+
+/// A launch of a kernel with a slice parameter whose elements hold addresses
+/// ([`address_holder`]). Declared here rather than in `errors` so that the patch that brings this
+/// file builds on its own.
+#[derive(Diagnostic)]
+#[diag(
+    "the kernel `{$kernel}` takes a slice of `{$element}` as parameter {$index} (`{$param}`), \
+     which holds host addresses (`{$holder}`)"
+)]
+#[note(
+    "an offload launch copies the slice's elements to the device as bytes; the addresses in \
+     them would point into the host's memory, which a GPU cannot read"
+)]
+#[help("pass the data that the addresses point to as slices or arrays of its own")]
+struct OffloadLaunchSliceOfAddresses {
+    #[primary_span]
+    span: Span,
+    kernel: String,
+    index: usize,
+    param: String,
+    element: String,
+    holder: String,
 }
 
 declare_lint! {
@@ -314,14 +395,15 @@ enum ArgFit {
     Exact,
     /// As rustc 1.95 took it: both are raw pointers or references (one ABI: a thin pointer) to
     /// the same sized pointee, so the runtime maps the same bytes; a `*mut T` or `&mut T` may
-    /// stand for a `*const T` or `&T`.
+    /// stand for a `*const T` or `&T`. The same for pointers to one slice type (one ABI: data
+    /// and length).
     Pointer,
     /// A `*const T` or `&T` for a `*mut T` or `&mut T`: accepted as rustc 1.95 did, with a
     /// warning, since the kernel's writes are copied back into memory the launch handed over
     /// as read-only.
     SharedForMut,
-    /// Anything else. Pointers to unsized data are wide, which the launch maps as two values,
-    /// so they must match exactly.
+    /// Anything else. Pointers to unsized data other than slices are wide in other ways, so
+    /// they must match exactly.
     Mismatch,
 }
 
@@ -342,7 +424,12 @@ impl ArgFit {
             return ArgFit::Mismatch;
         };
         let typing_env = ty::TypingEnv::fully_monomorphized();
-        if passed_pointee != param_pointee || !passed_pointee.is_sized(tcx, typing_env) {
+        // A slice's wide pointer: the same two values (data and length) whatever its
+        // mutability.
+        let sized_or_slice = passed_pointee.is_sized(tcx, typing_env)
+            || passed_pointee.is_slice()
+            || passed_pointee.is_str();
+        if passed_pointee != param_pointee || !sized_or_slice {
             ArgFit::Mismatch
         } else if param_mut.is_mut() && !passed_mut.is_mut() {
             ArgFit::SharedForMut

@@ -4,9 +4,9 @@
 // parameter, so the same bytes go to the device. A shared pointer or reference where the kernel
 // takes a mutable one is accepted with the lint `offload_shared_for_mutable` (the kernel's writes
 // come back into memory the launch gave as read-only), once per such argument and never beside
-// an error, and `#[allow]` silences it; another
-// pointee, a pointer to unsized data (a wide pointer, which the launch maps as two values) that
-// is not of the kernel's exact type, or a pointer where the kernel takes a value, stays an error.
+// an error, and `#[allow]` silences it. The same holds for pointers to a slice (wide pointers,
+// data and length, which the launch maps as two values). Another pointee (another element type
+// of a slice), or a pointer where the kernel takes a value, stays an error.
 
 //@ needs-offload
 //@ edition: 2024
@@ -47,6 +47,9 @@ pub fn accepted(a: &mut [f64; 16], b: &mut [f64; 16], out: &mut f64) {
     offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&raw mut *a, &mut *b));
     // The kernel's own types.
     offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&mut *a, &raw mut *b));
+    // Slices: `*const [T]` and `&mut [T]` for `&[T]`.
+    offload::<_, _, ()>(wide, [1, 1, 1], [1, 1, 1], (&raw const a[..], out));
+    offload::<_, _, ()>(wide, [1, 1, 1], [1, 1, 1], (&mut a[..], out));
 }
 
 pub fn warned(a: &mut [f64; 16], b: &mut [f64; 16]) {
@@ -82,7 +85,8 @@ pub fn refused(a: &mut [f64; 16], b: &mut [f64; 16], out: &mut f64) {
     // A shared pointer for a mutable one beside a mismatch: the error alone.
     offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&raw const *a, 1u32));
     //~^ ERROR `offload` passes `(*const [f64; 16], u32)` to the kernel `writes`
-    offload::<_, _, ()>(wide, [1, 1, 1], [1, 1, 1], (&raw const a[..], out));
-    //~^ ERROR `offload` passes `(*const [f64], *mut f64)` to the kernel `wide`
+    let bytes: &[u8] = &[0; 8];
+    offload::<_, _, ()>(wide, [1, 1, 1], [1, 1, 1], (bytes, out));
+    //~^ ERROR `offload` passes `(&[u8], *mut f64)` to the kernel `wide`
     offload::<_, _, ()>(wide, [1, 1, 1], [1, 1, 1], (&a[..], out));
 }

@@ -91,14 +91,19 @@ pub(super) fn grid_dim(dim: usize) -> u32 {
     BLOCK.get().grid_dim[dim]
 }
 
-/// The launching program's record of its current launch, 28 bytes: `blocks` and `threads`
-/// as the launch gave them, x, y, z, and the bytes of dynamic block-shared memory that it asks
-/// for (`core::offload::launch`; 0 otherwise).
+/// The launching program's record of its current launch, 32 bytes: `blocks` and `threads`
+/// as the launch gave them, x, y, z, the bytes of dynamic block-shared memory that it asks
+/// for (`core::offload::launch`; 0 otherwise), and the device it asks for plus one
+/// (`core::offload::launch_on_device`; 0, the runtime's default, otherwise), which the
+/// program's launch code reads before the runtime runs the kernel.
 #[repr(C)]
 struct Launch {
     blocks: [u32; 3],
     threads: [u32; 3],
     dynamic_shared: u32,
+    // Read by the program's launch code only; here for the record's layout.
+    #[allow(dead_code)]
+    device_plus_one: u32,
 }
 
 /// `pthread_t`, an `unsigned long` on Linux.

@@ -34,6 +34,9 @@
 //! elsewhere is an ordinary one. This module is an extension of the fork's: upstream's
 //! `core::offload` (feature `gpu_offload`) has neither portable indices nor these.
 
+#[unstable(feature = "gpu_offload", issue = "none")]
+pub use crate::offload;
+
 #[cfg(all(
     offload_device,
     target_thread_local,
@@ -231,6 +234,30 @@ pub fn launch<F, T: crate::marker::Tuple, R>(
     dynamic_shared: u32,
     args: T,
 ) -> R {
+    launch_on_device(kernel, blocks, threads, dynamic_shared, -1, args)
+}
+
+/// [`launch`] on the offload runtime's device number `device` (0 to the runtime's
+/// `omp_get_num_devices() - 1`, in the order the runtime lists them), or on the runtime's
+/// default device for -1 (what a launch without a device uses: `omp_get_default_device()`,
+/// device 0 unless `OMP_DEFAULT_DEVICE` names another). This is what
+/// [`offload!`](crate::offload!)'s `device` field gives. The device is chosen and checked on
+/// Linux hosts, where the offload runtime runs; elsewhere `device` is ignored.
+///
+/// # Panics
+///
+/// When `device` is neither -1 nor the number of a device of this machine: the message names
+/// the kernel, the device and how many devices there are.
+#[inline]
+#[unstable(feature = "gpu_offload", issue = "none")]
+pub fn launch_on_device<F, T: crate::marker::Tuple, R>(
+    kernel: F,
+    blocks: [u32; 3],
+    threads: [u32; 3],
+    dynamic_shared: u32,
+    device: i32,
+    args: T,
+) -> R {
     #[cfg(all(
         target_thread_local,
         target_os = "linux",
@@ -239,17 +266,38 @@ pub fn launch<F, T: crate::marker::Tuple, R>(
     ))]
     {
         unsafe extern "C" {
-            /// The program's launch record (`[blocks; 3], [threads; 3], dynamic_shared`), which
-            /// the offload host pass defines in every crate that launches a kernel.
+            /// The program's launch record (`[blocks; 3], [threads; 3], dynamic_shared, device
+            /// + 1`), which the offload host pass defines in every crate that launches a kernel.
             #[thread_local]
-            static mut __rust_offload_launch: [u32; 7];
+            static mut __rust_offload_launch: [u32; 8];
+            /// LLVM's offload runtime, which every program that launches a kernel links.
+            safe fn omp_get_num_devices() -> crate::ffi::c_int;
         }
+        if device != -1 {
+            let count = omp_get_num_devices();
+            if !(0..count).contains(&device) {
+                panic!(
+                    "the offload launch of kernel `{}` asks for device {device}, but this machine \
+                     has {count} offload device(s), numbered from 0 (-1 is the runtime's default)",
+                    crate::any::type_name::<F>()
+                );
+            }
+        }
+        let record = (&raw mut __rust_offload_launch).cast::<u32>();
         // SAFETY: the calling thread's own record, which no other code writes during the
-        // launch.
-        unsafe { (&raw mut __rust_offload_launch).cast::<u32>().add(6).write(dynamic_shared) };
+        // launch. The launch code reads the device as the stored value minus one, so that a
+        // record never written (all zeros) selects the default device.
+        unsafe {
+            record.add(6).write(dynamic_shared);
+            record.add(7).write(device.wrapping_add(1) as u32);
+        }
         let result = crate::intrinsics::offload(kernel, blocks, threads, args);
-        // SAFETY: as above; later plain launches ask for none.
-        unsafe { (&raw mut __rust_offload_launch).cast::<u32>().add(6).write(0) };
+        // SAFETY: as above; later plain launches ask for no dynamic block-shared memory and
+        // the default device.
+        unsafe {
+            record.add(6).write(0);
+            record.add(7).write(0);
+        }
         result
     }
     #[cfg(not(all(
@@ -259,7 +307,7 @@ pub fn launch<F, T: crate::marker::Tuple, R>(
         not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
     )))]
     {
-        let _ = dynamic_shared;
+        let _ = (dynamic_shared, device);
         crate::intrinsics::offload(kernel, blocks, threads, args)
     }
 }
@@ -332,3 +380,459 @@ pub macro block_shared($($(#[$attr:meta])* $vis:vis static $name:ident: $ty:ty;)
         // SAFETY: in the section that the device pass places in block-shared memory.
         unsafe { $crate::offload::BlockShared::new() };
 )*}
+
+/// Marks a function as an offload kernel: a function that a launch ([`offload!`](crate::offload!),
+/// `core::intrinsics::offload`) runs on a device, once per work item of its grid. It is what
+/// rustc 1.95's `#[rustc_offload_kernel]` is, under upstream's name: the function stays one
+/// definition, compiled for the host and, by the device pass, for each device, and may be
+/// generic. A kernel returns `()`; its parameters are numbers, `bool`, `char`, arrays, tuples
+/// and structs of them by value, and pointers, references and slices (`&[T]`, `&mut [T]`,
+/// `*const [T]`, `*mut [T]`, `&str`) of data without addresses. The attribute takes no
+/// arguments and applies to a function item alone: on anything else (a statement, an
+/// expression, a closure, another item) it is an error.
+///
+/// ```ignore (needs an offload build)
+/// #![feature(gpu_offload)]
+/// use core::offload::{block_dim_x, block_idx_x, offload_kernel, thread_idx_x};
+///
+/// #[offload_kernel]
+/// pub fn scale(x: &mut [f32], factor: f32) {
+///     let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+///     if i < x.len() {
+///         x[i] *= factor;
+///     }
+/// }
+/// ```
+#[unstable(feature = "gpu_offload", issue = "none")]
+#[allow_internal_unstable(rustc_attrs)]
+#[rustc_builtin_macro]
+pub macro offload_kernel($item:item) {
+    /* compiler built-in */
+}
+
+/// Launches a kernel ([`offload_kernel`]) on an offload device, once per
+/// work item of a grid, with named fields in any order:
+///
+/// - `kernel` (required): the kernel, a function item (`fill::<f32>` for a generic one);
+/// - `args` (required): a tuple literal of its arguments, in order (`(x,)` for one argument,
+///   `()` for none);
+/// - `workgroup_dim`: the grid's blocks (workgroups) in three dimensions, `[u32; 3]`, default
+///   `[1, 1, 1]`;
+/// - `thread_dim`: the threads of each block in three dimensions, `[u32; 3]`, default
+///   `[1, 1, 1]`;
+/// - `dyn_cache`: bytes of dynamic block-shared memory for each block, `u32`, default 0
+///   ([`dynamic_shared_memory`]);
+/// - `device`: the runtime's device number, `i32` (see [`launch_on_device`]), default the
+///   runtime's default device; a number that the machine lacks stops the launch with a panic
+///   that names the kernel and the number.
+///
+/// Each field may be given once. A missing `kernel` or `args`, an unknown or repeated field,
+/// and `args` that is not a tuple literal are compile errors. The launch returns when the
+/// kernel has run and its mutable arguments are back; it is the same launch as
+/// `core::intrinsics::offload(kernel, workgroup_dim, thread_dim, args)` (with
+/// [`launch_on_device`] for `dyn_cache` and `device`), so both forms mix in one crate.
+///
+/// ```ignore (needs an offload build)
+/// core::offload::offload! {
+///     kernel = scale,
+///     workgroup_dim = [x.len().div_ceil(256) as u32, 1, 1],
+///     thread_dim = [256, 1, 1],
+///     args = (&mut x[..], 2.0f32),
+/// }
+/// ```
+#[unstable(feature = "gpu_offload", issue = "none")]
+#[allow_internal_unstable(gpu_offload)]
+#[macro_export]
+macro_rules! offload {
+    // The fields are read one by one into six slots, in the order `kernel`, `args`,
+    // `workgroup_dim`, `thread_dim`, `dyn_cache`, `device`: `[]` while unset.
+    (@field [] $a:tt $w:tt $t:tt $c:tt $d:tt kernel = $value:expr $(, $($rest:tt)*)?) => {
+        $crate::offload!(@field [$value] $a $w $t $c $d $($($rest)*)?)
+    };
+    (@field $k:tt [] $w:tt $t:tt $c:tt $d:tt args = ($single:expr) $(, $($rest:tt)*)?) => {
+        $crate::compile_error!(
+            "`args` of `offload!` must be a tuple literal: write `(x,)` for one argument"
+        )
+    };
+    (@field $k:tt [] $w:tt $t:tt $c:tt $d:tt args = ($($arg:expr),* $(,)?) $(, $($rest:tt)*)?) => {
+        $crate::offload!(@field $k [($($arg,)*)] $w $t $c $d $($($rest)*)?)
+    };
+    (@field $k:tt [] $w:tt $t:tt $c:tt $d:tt args = $value:expr $(, $($rest:tt)*)?) => {
+        $crate::compile_error!(
+            "`args` of `offload!` must be a tuple literal of the kernel's arguments, like `(x,)` \
+             or `(x, y)`"
+        )
+    };
+    (@field $k:tt $a:tt [] $t:tt $c:tt $d:tt workgroup_dim = $value:expr $(, $($rest:tt)*)?) => {
+        $crate::offload!(@field $k $a [$value] $t $c $d $($($rest)*)?)
+    };
+    (@field $k:tt $a:tt $w:tt [] $c:tt $d:tt thread_dim = $value:expr $(, $($rest:tt)*)?) => {
+        $crate::offload!(@field $k $a $w [$value] $c $d $($($rest)*)?)
+    };
+    (@field $k:tt $a:tt $w:tt $t:tt [] $d:tt dyn_cache = $value:expr $(, $($rest:tt)*)?) => {
+        $crate::offload!(@field $k $a $w $t [$value] $d $($($rest)*)?)
+    };
+    (@field $k:tt $a:tt $w:tt $t:tt $c:tt [] device = $value:expr $(, $($rest:tt)*)?) => {
+        $crate::offload!(@field $k $a $w $t $c [$value] $($($rest)*)?)
+    };
+    // A field whose slot is still empty but whose arm above did not match: its value is not
+    // followed by `,` or the end.
+    (@field [] $a:tt $w:tt $t:tt $c:tt $d:tt kernel = $($rest:tt)*) => {
+        $crate::offload!(@no_comma kernel)
+    };
+    (@field $k:tt [] $w:tt $t:tt $c:tt $d:tt args = $($rest:tt)*) => {
+        $crate::offload!(@no_comma args)
+    };
+    (@field $k:tt $a:tt [] $t:tt $c:tt $d:tt workgroup_dim = $($rest:tt)*) => {
+        $crate::offload!(@no_comma workgroup_dim)
+    };
+    (@field $k:tt $a:tt $w:tt [] $c:tt $d:tt thread_dim = $($rest:tt)*) => {
+        $crate::offload!(@no_comma thread_dim)
+    };
+    (@field $k:tt $a:tt $w:tt $t:tt [] $d:tt dyn_cache = $($rest:tt)*) => {
+        $crate::offload!(@no_comma dyn_cache)
+    };
+    (@field $k:tt $a:tt $w:tt $t:tt $c:tt [] device = $($rest:tt)*) => {
+        $crate::offload!(@no_comma device)
+    };
+    (@no_comma $field:ident) => {
+        $crate::compile_error!($crate::concat!(
+            "`offload!` expects `,` after the value of `",
+            $crate::stringify!($field),
+            "` (fields are separated by commas)"
+        ))
+    };
+    (@field $k:tt $a:tt $w:tt $t:tt $c:tt $d:tt
+        $field:ident = $($rest:tt)*) => {
+        $crate::offload!(@repeated_or_unknown $field)
+    };
+    (@repeated_or_unknown kernel) => {
+        $crate::compile_error!("`offload!` has the field `kernel` more than once")
+    };
+    (@repeated_or_unknown args) => {
+        $crate::compile_error!("`offload!` has the field `args` more than once")
+    };
+    (@repeated_or_unknown workgroup_dim) => {
+        $crate::compile_error!("`offload!` has the field `workgroup_dim` more than once")
+    };
+    (@repeated_or_unknown thread_dim) => {
+        $crate::compile_error!("`offload!` has the field `thread_dim` more than once")
+    };
+    (@repeated_or_unknown dyn_cache) => {
+        $crate::compile_error!("`offload!` has the field `dyn_cache` more than once")
+    };
+    (@repeated_or_unknown device) => {
+        $crate::compile_error!("`offload!` has the field `device` more than once")
+    };
+    (@repeated_or_unknown $field:ident) => {
+        $crate::compile_error!($crate::concat!(
+            "`offload!` has no field `",
+            $crate::stringify!($field),
+            "`; its fields are `kernel`, `args`, `workgroup_dim`, `thread_dim`, `dyn_cache` and \
+             `device`"
+        ))
+    };
+    (@field [] $a:tt $w:tt $t:tt $c:tt $d:tt) => {
+        $crate::compile_error!("`offload!` needs the field `kernel`: the kernel to launch")
+    };
+    (@field $k:tt [] $w:tt $t:tt $c:tt $d:tt) => {
+        $crate::compile_error!(
+            "`offload!` needs the field `args`: a tuple literal of the kernel's arguments (`()` \
+             for none)"
+        )
+    };
+    (@field [$kernel:expr] [$args:expr] $w:tt $t:tt $c:tt $d:tt) => {
+        $crate::offload::launch_on_device::<_, _, ()>(
+            $kernel,
+            $crate::offload!(@or $w [1, 1, 1]),
+            $crate::offload!(@or $t [1, 1, 1]),
+            $crate::offload!(@or $c 0),
+            $crate::offload!(@or $d -1),
+            $args,
+        )
+    };
+    (@field $k:tt $a:tt $w:tt $t:tt $c:tt $d:tt $($rest:tt)+) => {
+        $crate::compile_error!(
+            "`offload!` takes fields `name = value`, separated by commas, like `kernel = k, \
+             args = (x,)`"
+        )
+    };
+    (@or [] $default:expr) => { $default };
+    (@or [$value:expr] $default:expr) => { $value };
+    ($($fields:tt)*) => {
+        $crate::offload!(@field [] [] [] [] [] [] $($fields)*)
+    };
+}
+
+/// Data of a slice kept on the offload device across launches, read-only there: the runtime
+/// copies the slice to the device once, when the `Preload` is made, and every launch whose
+/// arguments include the same slice (the same address and length, or a part of it) while the
+/// `Preload` lives finds it there and copies nothing. The device's copy goes away with the
+/// `Preload`. Upstream's `core::offload` names this type too; this one is the fork's, built on
+/// the offload runtime's data mappers (`__tgt_target_data_begin_mapper` and
+/// `__tgt_target_data_end_mapper`), as OpenMP's `target enter data` / `target exit data` are.
+///
+/// ```ignore (needs an offload build)
+/// let x: Vec<f32> = ...;
+/// let kept = core::offload::Preload::new(&x[..]);
+/// for _ in 0..100 {
+///     offload! { kernel = k, workgroup_dim = [n / 256, 1, 1], args = (&*kept, 2.0f32) }
+/// }
+/// ```
+#[unstable(feature = "gpu_offload", issue = "none")]
+#[derive(Debug)]
+pub struct Preload<'a, T> {
+    data: &'a [T],
+    device: i32,
+}
+
+/// Data of a slice kept on the offload device across launches, which kernels may write: the
+/// runtime copies the slice to the device once, when the `PreloadMut` is made, launches over
+/// it (through [`DerefMut`](crate::ops::DerefMut): `&mut *kept`, or a part of it) copy
+/// nothing either way, and the device's copy comes back into the slice when the `PreloadMut`
+/// is dropped or at [`offload_sync`]. Until then the host's elements are as they were before
+/// the launches: read them after `offload_sync`. Writes of the host through `DerefMut` do not
+/// reach the device's copy, and the copy back at the drop overwrites them. The runtime keeps
+/// the device's copy by the slice's address until the `PreloadMut` is dropped: one leaked with
+/// `mem::forget` stays, and later launches over other data at that address would take it for
+/// the kept copy (nothing copied in, nothing back). The same holds for [`Preload`].
+#[unstable(feature = "gpu_offload", issue = "none")]
+#[derive(Debug)]
+pub struct PreloadMut<'a, T> {
+    data: &'a mut [T],
+    device: i32,
+}
+
+impl<'a, T> Preload<'a, T> {
+    /// Copies `data` to the runtime's default device and keeps it there.
+    #[inline]
+    #[unstable(feature = "gpu_offload", issue = "none")]
+    pub fn new(data: &'a [T]) -> Self {
+        Self::on_device(data, -1)
+    }
+
+    /// Copies `data` to device `device` (as [`launch_on_device`] numbers them; -1 for the
+    /// default) and keeps it there.
+    ///
+    /// # Panics
+    ///
+    /// When `device` is neither -1 nor the number of a device of this machine.
+    #[inline]
+    #[unstable(feature = "gpu_offload", issue = "none")]
+    pub fn on_device(data: &'a [T], device: i32) -> Self {
+        residency::map(data.as_ptr().cast_mut(), size_of_val(data), device, residency::TO);
+        Preload { data, device }
+    }
+}
+
+impl<'a, T> PreloadMut<'a, T> {
+    /// Copies `data` to the runtime's default device and keeps it there.
+    #[inline]
+    #[unstable(feature = "gpu_offload", issue = "none")]
+    pub fn new(data: &'a mut [T]) -> Self {
+        Self::on_device(data, -1)
+    }
+
+    /// Copies `data` to device `device` (as [`launch_on_device`] numbers them; -1 for the
+    /// default) and keeps it there.
+    ///
+    /// # Panics
+    ///
+    /// When `device` is neither -1 nor the number of a device of this machine.
+    #[inline]
+    #[unstable(feature = "gpu_offload", issue = "none")]
+    pub fn on_device(data: &'a mut [T], device: i32) -> Self {
+        residency::map(data.as_mut_ptr(), size_of_val(data), device, residency::TO);
+        PreloadMut { data, device }
+    }
+}
+
+/// Copies the device's copy of `kept` back into its slice, which stays on the device.
+#[inline]
+#[unstable(feature = "gpu_offload", issue = "none")]
+pub fn offload_sync<T>(kept: &mut PreloadMut<'_, T>) {
+    residency::update_host(kept.data.as_mut_ptr(), size_of_val(kept.data), kept.device);
+}
+
+#[unstable(feature = "gpu_offload", issue = "none")]
+impl<T> crate::ops::Deref for Preload<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.data
+    }
+}
+
+#[unstable(feature = "gpu_offload", issue = "none")]
+impl<T> crate::ops::Deref for PreloadMut<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.data
+    }
+}
+
+#[unstable(feature = "gpu_offload", issue = "none")]
+impl<T> crate::ops::DerefMut for PreloadMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.data
+    }
+}
+
+#[unstable(feature = "gpu_offload", issue = "none")]
+impl<T> Drop for Preload<'_, T> {
+    fn drop(&mut self) {
+        // Nothing comes back (map type 0), so the shared data is only read.
+        residency::unmap(self.data.as_ptr().cast_mut(), size_of_val(self.data), self.device, 0);
+    }
+}
+
+#[unstable(feature = "gpu_offload", issue = "none")]
+impl<T> Drop for PreloadMut<'_, T> {
+    fn drop(&mut self) {
+        let (data, bytes) = (self.data.as_mut_ptr(), size_of_val(self.data));
+        residency::unmap(data, bytes, self.device, residency::FROM);
+    }
+}
+
+/// The offload runtime's data mappers for one region of host memory. Generic callers only:
+/// the program that instantiates them links the runtime.
+mod residency {
+    use crate::ffi::{c_int, c_void};
+    use crate::ptr;
+
+    /// OpenMP's map types: copy to the device at the mapping, from it at the last unmapping.
+    pub(super) const TO: i64 = 0x01;
+    pub(super) const FROM: i64 = 0x02;
+
+    /// Calls one of the runtime's mappers (`__tgt_target_data_{begin,end,update}_mapper`)
+    /// for the `bytes` at `data` on `device`, with `map_type`. Generic, as its callers are, so
+    /// that only a program that keeps data on a device (and links the runtime) has a copy.
+    #[inline]
+    fn call<T>(which: Mapper, data: *mut T, bytes: usize, device: i32, map_type: i64) {
+        let data = data.cast::<c_void>();
+        #[cfg(all(
+            target_os = "linux",
+            not(offload_device),
+            not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
+        ))]
+        {
+            /// `(loc, device, count, bases, pointers, sizes, map types, names, mappers)`.
+            type MapperFn = unsafe extern "C" fn(
+                *const c_void,
+                i64,
+                i32,
+                *mut *mut c_void,
+                *mut *mut c_void,
+                *mut i64,
+                *mut i64,
+                *mut *mut c_void,
+                *mut *mut c_void,
+            );
+            unsafe extern "C" {
+                safe fn omp_get_num_devices() -> c_int;
+                fn __tgt_target_data_begin_mapper(
+                    loc: *const c_void,
+                    device: i64,
+                    count: i32,
+                    bases: *mut *mut c_void,
+                    pointers: *mut *mut c_void,
+                    sizes: *mut i64,
+                    map_types: *mut i64,
+                    names: *mut *mut c_void,
+                    mappers: *mut *mut c_void,
+                );
+                fn __tgt_target_data_end_mapper(
+                    loc: *const c_void,
+                    device: i64,
+                    count: i32,
+                    bases: *mut *mut c_void,
+                    pointers: *mut *mut c_void,
+                    sizes: *mut i64,
+                    map_types: *mut i64,
+                    names: *mut *mut c_void,
+                    mappers: *mut *mut c_void,
+                );
+                fn __tgt_target_data_update_mapper(
+                    loc: *const c_void,
+                    device: i64,
+                    count: i32,
+                    bases: *mut *mut c_void,
+                    pointers: *mut *mut c_void,
+                    sizes: *mut i64,
+                    map_types: *mut i64,
+                    names: *mut *mut c_void,
+                    mappers: *mut *mut c_void,
+                );
+            }
+            if device != -1 {
+                let count = omp_get_num_devices();
+                if !(0..count).contains(&device) {
+                    panic!(
+                        "data for the offload device {device} was asked for, but this machine has \
+                         {count} offload device(s), numbered from 0 (-1 is the runtime's default)"
+                    );
+                }
+            }
+            if bytes == 0 {
+                // The runtime keeps nothing for an empty region, and launches copy nothing.
+                return;
+            }
+            let mapper: MapperFn = match which {
+                Mapper::Begin => __tgt_target_data_begin_mapper,
+                Mapper::End => __tgt_target_data_end_mapper,
+                Mapper::Update => __tgt_target_data_update_mapper,
+            };
+            let mut base = data;
+            let mut pointer = data;
+            let mut size = bytes as i64;
+            let mut map_type = map_type;
+            // SAFETY: one region of `bytes` readable (and, for `FROM`, writable) bytes, which
+            // the caller borrows for as long as the runtime keeps it.
+            unsafe {
+                mapper(
+                    ptr::null(),
+                    i64::from(device),
+                    1,
+                    &mut base,
+                    &mut pointer,
+                    &mut size,
+                    &mut map_type,
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                )
+            };
+        }
+        #[cfg(not(all(
+            target_os = "linux",
+            not(offload_device),
+            not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
+        )))]
+        {
+            let _ = (which, data, bytes, device, map_type);
+        }
+    }
+
+    #[derive(Clone, Copy)]
+    enum Mapper {
+        Begin,
+        End,
+        Update,
+    }
+
+    /// Maps the region (`target enter data`): copies it for `TO` unless it is mapped already.
+    #[inline]
+    pub(super) fn map<T>(data: *mut T, bytes: usize, device: i32, map_type: i64) {
+        call(Mapper::Begin, data, bytes, device, map_type)
+    }
+
+    /// Unmaps the region (`target exit data`): copies it back for `FROM` at its last unmapping.
+    #[inline]
+    pub(super) fn unmap<T>(data: *mut T, bytes: usize, device: i32, map_type: i64) {
+        call(Mapper::End, data, bytes, device, map_type)
+    }
+
+    /// Copies the device's copy of the region back (`target update from`).
+    #[inline]
+    pub(super) fn update_host<T>(data: *mut T, bytes: usize, device: i32) {
+        call(Mapper::Update, data, bytes, device, FROM)
+    }
+}

@@ -1,0 +1,142 @@
+//! Kernels take slices (issue: kernels over run-time-sized data). `ws/kern` defines kernels
+//! whose parameters are `&[f32]`, `&mut [f32]`, `&[u32]`, `&str`, `*mut [f32]` and a generic
+//! `&mut [T]`, beside one in rustc 1.95's form (`*mut [f32; 16]`); `ws/app` launches them and
+//! compares every result with the same computation on the host:
+//! - a saxpy whose length comes from the command line (100,003 elements, then 0);
+//! - a sub-slice in the middle of a `Vec` (only its elements change);
+//! - empty slices, of a `Vec` and of nothing (the kernel runs, nothing is copied);
+//! - two slices of one buffer in one launch: disjoint halves, the same slice twice, one
+//!   inside the other, and empty ones (the kernel sees each slice's length, elements and
+//!   aligned data); two that overlap without one holding the other are not supported (the
+//!   offload runtime refuses to extend a mapping, see `src/doc/cargo-offload.md`);
+//! - the generic kernel for `u16` and `f64`, the raw slice pointer, the 1.95 form;
+//! - upstream's form: a kernel under `#[offload_kernel]` launched by `offload!` with every
+//!   field (a block sum in dynamic block-shared memory, `dyn_cache`, `device = 0`), and
+//!   launches with the fields in another order and with `kernel` and `args` alone; a launch
+//!   on device 99, which the machine lacks, panics naming the kernel and the number;
+//! - data kept on the device: 100 launches over one 8 MB buffer copy it in and out 100 times
+//!   each, and once each under a `PreloadMut` (counted in the runtime's `LIBOMPTARGET_INFO`
+//!   lines); `offload_sync` brings the results back while the buffer stays.
+//!
+//! On the CPU device (`--offload-arch=host`) the program's own comparison finds no difference
+//! and this test recomputes the saxpy's checksum for both lengths. For `gfx90a,sm_90` the same
+//! kernels build and pass the vendor tools (`cargo offload` links each image with `ld.lld
+//! --no-undefined`, or `ptxas` and `nvlink`), and each GPU kernel takes a slice as two
+//! parameters, its data pointer and its length.
+
+//@ only-x86_64
+//@ needs-offload
+
+#[path = "../offload-manifest/cargo.rs"]
+mod cargo;
+#[path = "../offload-manifest/helpers.rs"]
+mod helpers;
+
+use std::collections::BTreeMap;
+
+use cargo::{cargo_offload, copy_dir, ptx_kernels};
+use run_make_support::{cmd, cwd, rfs};
+
+/// `name: mismatches checksum` lines of the program's output.
+fn reports(stdout: &str) -> BTreeMap<String, (u64, u64)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .filter_map(|(name, rest)| {
+            let mut fields = rest.split_whitespace().map(|v| v.parse::<u64>());
+            match (fields.next(), fields.next(), fields.next()) {
+                (Some(Ok(m)), Some(Ok(s)), None) => Some((name.to_string(), (m, s))),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The program's checksum of a saxpy over `n` elements, computed here on its own.
+fn saxpy_checksum(n: usize) -> u64 {
+    (0..n).fold(0u64, |sum, i| {
+        let y = 2.0 * (i % 7) as f32 + (i + 1) as f32;
+        sum.wrapping_add((i as u64 + 1).wrapping_mul(y as u64))
+    })
+}
+
+const CASES: [&str; 13] = [
+    "saxpy",
+    "middle",
+    "empty",
+    "halves",
+    "same",
+    "inside",
+    "views_empty",
+    "fill_u16",
+    "fill_f64",
+    "double_raw",
+    "scale16",
+    "offload_macro",
+    "offload_macro_defaults",
+];
+
+fn check(stdout: &str, n: usize) {
+    let got = reports(stdout);
+    for name in CASES {
+        let (mismatches, _) =
+            got.get(name).unwrap_or_else(|| panic!("no result `{name}` in:\n{stdout}"));
+        assert_eq!(*mismatches, 0, "{name}: elements that differ from the host's (n = {n})");
+    }
+    assert_eq!(got["saxpy"].1, saxpy_checksum(n), "saxpy checksum (n = {n})");
+}
+
+fn main() {
+    let ws = cwd().join("ws");
+    cargo_offload(&ws, &["build", "--release", "--offload-arch=host"]);
+    let exe = ws.join("target/offload/host/x86_64-unknown-linux-gnu/release/app");
+    for n in [100_003usize, 0] {
+        let run = cmd(&exe).arg(n.to_string()).run();
+        check(&run.stdout_utf8(), n);
+    }
+    // `offload!` with a device that the machine lacks (99): a panic that names the kernel and
+    // the number, before anything is launched.
+    let failed = cmd(&exe).arg("bad-device").run_fail();
+    let stderr = failed.stderr_utf8();
+    let expected =
+        "the offload launch of kernel `kern::fill<u16>` asks for device 99, but this machine has ";
+    assert!(stderr.contains(expected), "{stderr}");
+
+    // 100 launches over one 8 MB buffer: mapped by each launch, 100 copies in and 100 out;
+    // kept on the device by a `PreloadMut` (and a launch over an empty sub-slice of it, which
+    // must leave it kept), one copy in and one out (the runtime's info lines
+    // of `LIBOMPTARGET_INFO=32`, one per copy); both leave every element at 100.
+    for (mode, copies) in [("transfers-plain", 100), ("transfers-preload", 1)] {
+        let run = cmd(&exe).arg(mode).env("LIBOMPTARGET_INFO", "32").run();
+        let (stdout, stderr) = (run.stdout_utf8(), run.stderr_utf8());
+        assert!(stdout.contains("transfers: 0"), "{mode}: elements that are not 100:\n{stdout}");
+        let count = |direction: &str| {
+            let line = format!("Copying data from {direction}");
+            stderr.lines().filter(|l| l.contains(&line) && l.contains("Size=8000000")).count()
+        };
+        assert_eq!(count("host to device"), copies, "{mode}: copies in:\n{stderr}");
+        assert_eq!(count("device to host"), copies, "{mode}: copies out:\n{stderr}");
+    }
+    // `offload_sync` brings the device's elements back while the buffer stays there; before
+    // it, the host's elements are as they were.
+    let run = cmd(&exe).arg("preload-sync").run();
+    assert!(run.stdout_utf8().contains("before sync: 0, after sync: 0"), "{}", run.stdout_utf8());
+
+    // The GPU images of the same kernels: `cargo offload` has each pass the vendor tools.
+    let gpu = cwd().join("gpu");
+    copy_dir(&ws, &gpu);
+    cargo_offload(&gpu, &["build", "--release", "--offload-arch=gfx90a,sm_90"]);
+    let images = gpu.join("target/offload/images");
+    let ptx = ptx_kernels(&rfs::read_to_string(images.join("sm_90.ptx")));
+    let saxpy = ptx
+        .iter()
+        .find(|(symbol, _)| symbol.starts_with("_offload_kernel_saxpy_"))
+        .map(|(_, lines)| lines.join("\n"))
+        .unwrap_or_else(|| panic!("no saxpy among {:?}", ptx.keys()));
+    // `dyn_ptr`, `a`, then each slice as its data pointer and its length.
+    assert_eq!(saxpy.matches(".param .u64").count(), 6, "sm_90 saxpy's parameters:\n{saxpy}");
+    for name in ["views", "fill", "double_raw", "scale16"] {
+        let prefix = format!("_offload_kernel_{name}_");
+        assert!(ptx.keys().any(|k| k.starts_with(&prefix)), "no `{name}` among {:?}", ptx.keys());
+    }
+}
