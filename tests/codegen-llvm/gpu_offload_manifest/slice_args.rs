@@ -45,12 +45,19 @@ pub const fn offload<F, T: Tuple, R>(
 // host: [[YSIZE:%.*]] = mul i64 [[YLEN:%.*]], 4
 // host: store i64 [[YSIZE]], ptr
 // host: store i64 8, ptr
-// `x` (shared): `TO` before the kernel, `TARGET_PARAM` for it, nothing after; when empty,
-// `LITERAL` before and after (the runtime skips it) and `TARGET_PARAM | LITERAL` for the kernel.
+// Two slices may overlap: each is mapped as the union of its overlapping group, whose start
+// replaces its entry of `.offload_ptrs` (an offset from its own pointer).
+// host: icmp ult i64
+// host: [[XUNION:%.*]] = getelementptr i8, ptr {{%.*}}, i64
+// host: store ptr [[XUNION]], ptr
+// `x` (shared): `TO` before the kernel, `TARGET_PARAM` for it, nothing after unless it overlaps
+// `y` (then `FROM`: the union's count may reach zero at `x`); when empty, `LITERAL` before and
+// after (the runtime skips it) and `TARGET_PARAM | LITERAL` for the kernel.
 // host: [[XEMPTY:%.*]] = icmp eq i64 [[XSIZE]], 0
 // host: select i1 [[XEMPTY]], i64 256, i64 1
 // host: select i1 [[XEMPTY]], i64 288, i64 32
-// host: select i1 [[XEMPTY]], i64 256, i64 0
+// host: [[XEND:%.*]] = select i1 {{%.*}}, i64 2, i64 0
+// host: select i1 [[XEMPTY]], i64 256, i64 [[XEND]]
 // The length: `LITERAL | IMPLICIT` before, `TARGET_PARAM | LITERAL` for the kernel.
 // host: store i64 768, ptr
 // host: store i64 288, ptr
@@ -59,7 +66,8 @@ pub const fn offload<F, T: Tuple, R>(
 // host: [[YEMPTY:%.*]] = icmp eq i64 [[YSIZE]], 0
 // host: select i1 [[YEMPTY]], i64 256, i64 1
 // host: select i1 [[YEMPTY]], i64 288, i64 32
-// host: select i1 [[YEMPTY]], i64 256, i64 2
+// host: [[YEND:%.*]] = select i1 {{%.*}}, i64 2, i64 2
+// host: select i1 [[YEMPTY]], i64 256, i64 [[YEND]]
 // host: call void @__tgt_target_data_begin_mapper(ptr {{.*}}, i64 -1, i32 4, ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, ptr [[BEGIN]], ptr null, ptr null)
 // The kernel's arguments take the kernel's table.
 // host: store ptr [[KERNEL]], ptr

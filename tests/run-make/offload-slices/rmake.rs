@@ -6,9 +6,9 @@
 //! - a sub-slice in the middle of a `Vec` (only its elements change);
 //! - empty slices, of a `Vec` and of nothing (the kernel runs, nothing is copied);
 //! - two slices of one buffer in one launch: disjoint halves, the same slice twice, one
-//!   inside the other, and empty ones (the kernel sees each slice's length, elements and
-//!   aligned data); two that overlap without one holding the other are not supported (the
-//!   offload runtime refuses to extend a mapping, see `src/doc/cargo-offload.md`);
+//!   inside the other (both orders), two that overlap, and empty ones (the kernel sees each
+//!   slice's length, elements and aligned data); two raw slices of one buffer that overlap,
+//!   the mutable one written by the kernel;
 //! - the generic kernel for `u16` and `f64`, the raw slice pointer, the 1.95 form;
 //! - upstream's form: a kernel under `#[offload_kernel]` launched by `offload!` with every
 //!   field (a block sum in dynamic block-shared memory, `dyn_cache`, `device = 0`), and
@@ -60,13 +60,16 @@ fn saxpy_checksum(n: usize) -> u64 {
     })
 }
 
-const CASES: [&str; 13] = [
+const CASES: [&str; 16] = [
     "saxpy",
     "middle",
     "empty",
     "halves",
     "same",
     "inside",
+    "part_first",
+    "overlapping",
+    "overlapping_mut",
     "views_empty",
     "fill_u16",
     "fill_f64",

@@ -696,8 +696,6 @@ impl<T> Drop for PreloadMut<'_, T> {
 /// The offload runtime's data mappers for one region of host memory. Generic callers only:
 /// the program that instantiates them links the runtime.
 mod residency {
-    use crate::ffi::{c_int, c_void};
-    use crate::ptr;
 
     /// OpenMP's map types: copy to the device at the mapping, from it at the last unmapping.
     pub(super) const TO: i64 = 0x01;
@@ -708,13 +706,16 @@ mod residency {
     /// that only a program that keeps data on a device (and links the runtime) has a copy.
     #[inline]
     fn call<T>(which: Mapper, data: *mut T, bytes: usize, device: i32, map_type: i64) {
-        let data = data.cast::<c_void>();
         #[cfg(all(
             target_os = "linux",
             not(offload_device),
             not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
         ))]
         {
+            use crate::ffi::{c_int, c_void};
+            use crate::ptr;
+
+            let data = data.cast::<c_void>();
             /// `(loc, device, count, bases, pointers, sizes, map types, names, mappers)`.
             type MapperFn = unsafe extern "C" fn(
                 *const c_void,

@@ -8,7 +8,7 @@
 use core::intrinsics::offload;
 use core::offload::{PreloadMut, offload, offload_sync};
 
-use kern::{add_one, block_sums, double_raw, fill, saxpy, scale16, views};
+use kern::{add_one, block_sums, double_raw, fill, overlapping, saxpy, scale16, views};
 
 fn checksum(values: impl Iterator<Item = u64>) -> u64 {
     values.enumerate().fold(0u64, |sum, (i, v)| sum.wrapping_add((i as u64 + 1).wrapping_mul(v)))
@@ -67,10 +67,12 @@ fn main() {
     let sum = |s: &[u32]| s.iter().map(|&v| u64::from(v)).sum::<u64>();
     let text = "offload";
     let text_sum: u64 = text.bytes().map(u64::from).sum();
-    let cases: [(&str, &[u32], &[u32], &str); 4] = [
+    let cases: [(&str, &[u32], &[u32], &str); 6] = [
         ("halves", &buffer[..24], &buffer[24..], text),
         ("same", &buffer[..], &buffer[..], text),
         ("inside", &buffer[..], &buffer[10..20], text),
+        ("part_first", &buffer[10..20], &buffer[..], text),
+        ("overlapping", &buffer[..40], &buffer[30..], text),
         ("views_empty", &buffer[..0], &[], ""),
     ];
     for (name, a, b, text) in cases {
@@ -90,6 +92,18 @@ fn main() {
     let mut wides = vec![0.0f64; 70];
     offload::<_, _, ()>(fill::<f64>, [2, 1, 1], [64, 1, 1], (&mut wides[..], 2.5f64));
     report("fill_f64", &wides, &[2.5f64; 70], |v| (v * 2.0) as u64);
+
+    // Two raw slices of one buffer that overlap, the mutable one last: the launch maps their
+    // union once and brings the written elements back.
+    let mut shifted = vec![0.5f32; 100];
+    let base = shifted.as_mut_ptr();
+    let src = std::ptr::slice_from_raw_parts(base.cast_const(), 99);
+    // SAFETY: elements 1 to 99 of `shifted`.
+    let dst = std::ptr::slice_from_raw_parts_mut(unsafe { base.add(1) }, 99);
+    offload::<_, _, ()>(overlapping, [1, 1, 1], [128, 1, 1], (src, dst));
+    let expected: Vec<f32> =
+        (0..100).map(|i| if i == 0 { 0.5 } else { 99_000.0 + (i - 1) as f32 }).collect();
+    report("overlapping_mut", &shifted, &expected, |v| v as u64);
 
     // A raw slice pointer.
     let mut raw: Vec<f32> = (0..500).map(|i| i as f32).collect();

@@ -99,3 +99,14 @@ pub fn add_one(values: &mut [f32]) {
         values[i] += 1.0;
     }
 }
+
+/// `dst[i] = 1000 * src.len() + i` for the work item's `i`: a launch passes two raw slices of one
+/// buffer that overlap (`src` the first elements, `dst` all but the first).
+#[offload_kernel]
+pub fn overlapping(src: *const [f32], dst: *mut [f32]) {
+    let i = global_x();
+    if i < dst.len() {
+        // SAFETY: the launch maps all of `dst`, and each work item writes its own element.
+        unsafe { (*dst)[i] = 1000.0 * src.len() as f32 + i as f32 };
+    }
+}
