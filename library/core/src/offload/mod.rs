@@ -226,6 +226,7 @@ pub fn dynamic_shared_memory() -> *mut u8 {
 /// `launch::<_, _, ()>(..)`. It compiles for every target, so that a kernel crate's launch
 /// helpers need no `cfg`; only the host's launch reads the amount.
 #[inline]
+#[track_caller]
 #[unstable(feature = "gpu_offload", issue = "none")]
 pub fn launch<F, T: crate::marker::Tuple, R>(
     kernel: F,
@@ -247,8 +248,10 @@ pub fn launch<F, T: crate::marker::Tuple, R>(
 /// # Panics
 ///
 /// When `device` is neither -1 nor the number of a device of this machine: the message names
-/// the kernel, the device and how many devices there are.
+/// the kernel, the device and how many devices there are, at the caller's location (the
+/// `offload!` that names the device).
 #[inline]
+#[track_caller]
 #[unstable(feature = "gpu_offload", issue = "none")]
 pub fn launch_on_device<F, T: crate::marker::Tuple, R>(
     kernel: F,
