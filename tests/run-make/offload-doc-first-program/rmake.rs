@@ -1,0 +1,72 @@
+//! The first program of `src/doc/cargo-offload.md` ("A first program") builds and runs as the
+//! page says. The test takes the two Rust blocks of that section from the page itself (the
+//! kernel library, `// kernels/src/lib.rs`, and the program, `// runner/src/main.rs`), puts them
+//! into the workspace that the section's TOML block describes, runs `cargo offload run
+//! --release --offload-arch=host -- 100000` and checks that the program prints the line that
+//! the page says it prints. So the page's program, `offload!`, `#[offload_kernel]` and slices
+//! included, is the one that is tested.
+
+//@ only-x86_64
+//@ needs-offload
+
+#[path = "../offload-manifest/cargo.rs"]
+mod cargo;
+#[path = "../offload-manifest/helpers.rs"]
+mod helpers;
+
+use std::path::PathBuf;
+
+use cargo::cargo_offload;
+use run_make_support::{cwd, env_var, rfs};
+
+/// The Rust code block of `section` that starts with the comment line `first_line`.
+fn rust_block(section: &str, first_line: &str) -> String {
+    let start = section
+        .find(&format!("```rust\n{first_line}\n"))
+        .unwrap_or_else(|| panic!("no Rust block starting with `{first_line}` in the section"));
+    let code = &section[start + "```rust\n".len()..];
+    code[..code.find("```").expect("an unterminated code block")].to_string()
+}
+
+fn main() {
+    let page = PathBuf::from(env_var("OFFLOAD_FORK_PROJECT")).join("src/doc/cargo-offload.md");
+    let page = rfs::read_to_string(&page);
+    let start = page.find("## A first program").expect("no section \"A first program\"");
+    let section = &page[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)];
+
+    let ws = cwd().join("first");
+    rfs::create_dir_all(ws.join("kernels/src"));
+    rfs::create_dir_all(ws.join("runner/src"));
+    // The workspace as the section's TOML block describes it.
+    assert!(section.contains("members = [\"kernels\", \"runner\"]"), "the section's workspace");
+    rfs::write(
+        ws.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"kernels\", \"runner\"]\nresolver = \"3\"\n",
+    );
+    let package = |name: &str, dependencies: &str| {
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+             [dependencies]\n{dependencies}"
+        )
+    };
+    rfs::write(ws.join("kernels/Cargo.toml"), package("kernels", ""));
+    assert!(section.contains("kernels = { path = \"../kernels\" }"), "the runner's dependency");
+    rfs::write(
+        ws.join("runner/Cargo.toml"),
+        package("runner", "kernels = { path = \"../kernels\" }\n"),
+    );
+    rfs::write(ws.join("kernels/src/lib.rs"), rust_block(section, "// kernels/src/lib.rs"));
+    rfs::write(ws.join("runner/src/main.rs"), rust_block(section, "// runner/src/main.rs"));
+
+    let command = "cargo offload run --release --offload-arch=host -- 100000";
+    assert!(section.contains(command), "the section's command");
+    let printed = "`[1.0, 3.0, 5.0, 7.0]`";
+    assert!(section.contains(printed), "the section's output");
+    let run = cargo_offload(&ws, &["run", "--release", "--offload-arch=host", "--", "100000"]);
+    let stdout = run.stdout_utf8();
+    assert!(
+        stdout.lines().any(|line| line == printed.trim_matches('`')),
+        "the first program printed:\n{stdout}"
+    );
+}
