@@ -39,7 +39,7 @@ mod helpers;
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 
-use cargo::{cargo_offload, copy_dir, kernel_instructions, ptx_kernels};
+use cargo::{cargo_offload, copy_dir, kernel_instructions, ptx_kernels, reports};
 use helpers::llvm_tool;
 use run_make_support::{cmd, cwd, rfs};
 
@@ -79,21 +79,6 @@ fn checksum(values: impl Iterator<Item = u64>) -> u64 {
         sum = sum.wrapping_add((i as u64 + 1).wrapping_mul(v));
     }
     sum
-}
-
-/// `name: mismatches checksum` lines of the program's output.
-fn reports(stdout: &str) -> BTreeMap<String, (u64, u64)> {
-    stdout
-        .lines()
-        .filter_map(|l| l.split_once(": "))
-        .filter_map(|(name, rest)| {
-            let mut fields = rest.split_whitespace().map(|v| v.parse::<u64>());
-            match (fields.next(), fields.next(), fields.next()) {
-                (Some(Ok(m)), Some(Ok(s)), None) => Some((name.to_string(), (m, s))),
-                _ => None,
-            }
-        })
-        .collect()
 }
 
 /// How many times each of the first elements of the racy saxpy got `a * x`.

@@ -184,3 +184,19 @@ pub fn copy_dir(from: &Path, to: &Path) {
         if src.is_dir() { copy_dir(&src, &dst) } else { rfs::copy(&src, &dst) }
     }
 }
+
+/// The `name: mismatches checksum` lines of a test program's output (`offload-cpu-grid`,
+/// `offload-slices`), by name.
+pub fn reports(stdout: &str) -> BTreeMap<String, (u64, u64)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .filter_map(|(name, rest)| {
+            let mut fields = rest.split_whitespace().map(|v| v.parse::<u64>());
+            match (fields.next(), fields.next(), fields.next()) {
+                (Some(Ok(m)), Some(Ok(s)), None) => Some((name.to_string(), (m, s))),
+                _ => None,
+            }
+        })
+        .collect()
+}

@@ -32,25 +32,8 @@ mod cargo;
 #[path = "../offload-manifest/helpers.rs"]
 mod helpers;
 
-use std::collections::BTreeMap;
-
-use cargo::{cargo_offload, copy_dir, ptx_kernels};
+use cargo::{cargo_offload, copy_dir, ptx_kernels, reports};
 use run_make_support::{cmd, cwd, rfs};
-
-/// `name: mismatches checksum` lines of the program's output.
-fn reports(stdout: &str) -> BTreeMap<String, (u64, u64)> {
-    stdout
-        .lines()
-        .filter_map(|l| l.split_once(": "))
-        .filter_map(|(name, rest)| {
-            let mut fields = rest.split_whitespace().map(|v| v.parse::<u64>());
-            match (fields.next(), fields.next(), fields.next()) {
-                (Some(Ok(m)), Some(Ok(s)), None) => Some((name.to_string(), (m, s))),
-                _ => None,
-            }
-        })
-        .collect()
-}
 
 /// The program's checksum of a saxpy over `n` elements, computed here on its own.
 fn saxpy_checksum(n: usize) -> u64 {
