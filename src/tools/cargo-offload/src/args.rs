@@ -2,22 +2,32 @@
 //! and the split of the arguments into archs, cargo's arguments and the program's
 //! ([`parse_args`]).
 
+use std::path::PathBuf;
+
 use crate::util::{Failure, Result};
 
 /// The usage text: `--help` prints it, a usage error follows its message with it.
 pub(crate) const USAGE: &str = "\
 usage: cargo offload <build|run|test> --offload-arch=ARCH[,ARCH...] [--build-std] [cargo args]
        [-- program args]
+       cargo offload bundle --offload-arch=ARCH[,ARCH...] [--out DIR] [cargo args]
+
+build: the programs; run: build, then run the one program; test: build and run the test
+      programs; bundle: build, then write DIR (default <target dir>/offload/bundle) with each
+      program, the libraries it loads and the dynamic loader, and a start script per program
+      (DIR/NAME) that runs it on another x86-64 Linux machine without the toolchain
 
 ARCH: host (LLVM offload's CPU device: this machine's CPU), gfxNNN (AMD GPUs, amdgcn-amd-amdhsa),
       sm_NN (NVIDIA GPUs, nvptx64-nvidia-cuda); several archs give one program with an image each
 --build-std: build `core` from source for each device pass (-Zbuild-std=core) instead of taking
       the toolchain's (CARGO_OFFLOAD_DEVICE_SYSROOT)
 
-environment: CARGO_OFFLOAD_DEVICE_SYSROOT (the toolchain's `core` for each device target, with
-the MIR of every function; unset: --build-std), CARGO_OFFLOAD_LLVM_BIN (default
-/usr/lib/llvm-22/bin), CARGO_OFFLOAD_RUNTIME_LIB (default /usr/lib/llvm-22/lib),
-CARGO_OFFLOAD_CUDA_BIN (ptxas and nvlink; default: PATH)
+environment: OFFLOAD_REPORT=1 (run, test and the bundle's start scripts: one line per kernel
+and device on stderr naming the device and the image that ran it),
+CARGO_OFFLOAD_DEVICE_SYSROOT (the toolchain's `core` for each device target, with the MIR of
+every function; unset: --build-std), CARGO_OFFLOAD_LLVM_BIN (default /usr/lib/llvm-22/bin),
+CARGO_OFFLOAD_RUNTIME_LIB (default /usr/lib/llvm-22/lib), CARGO_OFFLOAD_CUDA_BIN (ptxas and
+nvlink; default: PATH)
 ";
 
 /// One `--offload-arch` value.
@@ -71,19 +81,22 @@ pub(crate) struct Invocation {
     /// `--build-std`: build `core` from source for each device pass instead of taking the
     /// toolchain's.
     pub(crate) build_std: bool,
+    /// `bundle --out DIR`: the bundle's folder.
+    pub(crate) bundle_out: Option<PathBuf>,
 }
 
 /// Parses `args` (after `cargo offload`).
 pub(crate) fn parse_args(args: &[String]) -> Result<Invocation> {
     let usage = |m: &str| Err(Failure(format!("{m}\n{USAGE}"), 2));
     let Some(verb) = args.first() else { return usage("no command given") };
-    if !matches!(verb.as_str(), "build" | "run" | "test") {
+    if !matches!(verb.as_str(), "build" | "run" | "test" | "bundle") {
         return usage(&format!("unknown command `{verb}`"));
     }
     let mut archs = Vec::new();
     let mut cargo_args = Vec::new();
     let mut program_args = Vec::new();
     let mut build_std = false;
+    let mut bundle_out = None;
     let mut rest = args[1..].iter();
     while let Some(arg) = rest.next() {
         if arg == "--" {
@@ -92,6 +105,13 @@ pub(crate) fn parse_args(args: &[String]) -> Result<Invocation> {
         }
         if arg == "--build-std" {
             build_std = true;
+            continue;
+        }
+        if verb == "bundle" && (arg == "--out" || arg.starts_with("--out=")) {
+            match arg.strip_prefix("--out=").map(str::to_string).or_else(|| rest.next().cloned()) {
+                Some(dir) if !dir.is_empty() => bundle_out = Some(PathBuf::from(dir)),
+                _ => return usage("`--out` needs a folder"),
+            }
             continue;
         }
         let value = if let Some(v) = arg.strip_prefix("--offload-arch=") {
@@ -120,7 +140,10 @@ pub(crate) fn parse_args(args: &[String]) -> Result<Invocation> {
     if archs.is_empty() {
         return usage("no `--offload-arch` given");
     }
-    Ok(Invocation { verb: verb.clone(), archs, cargo_args, program_args, build_std })
+    if verb == "bundle" && !program_args.is_empty() {
+        return usage("`bundle` runs nothing: program arguments go to its start scripts");
+    }
+    Ok(Invocation { verb: verb.clone(), archs, cargo_args, program_args, build_std, bundle_out })
 }
 
 #[cfg(test)]
@@ -184,6 +207,24 @@ mod tests {
             parse_args(&strings(&["publish", "--offload-arch=host"])),
             Err(Failure(m, 2)) if m.contains("unknown command")
         ));
+        let inv = parse_args(&strings(&["bundle", "--offload-arch=host", "--out", "d", "-r"]))
+            .ok()
+            .unwrap();
+        assert_eq!((inv.bundle_out, inv.cargo_args), (Some(PathBuf::from("d")), strings(&["-r"])));
+        let inv = parse_args(&strings(&["bundle", "--out=e", "--offload-arch=host"])).ok().unwrap();
+        assert_eq!(inv.bundle_out, Some(PathBuf::from("e")));
+        assert!(matches!(
+            parse_args(&strings(&["bundle", "--offload-arch=host", "--out"])),
+            Err(Failure(m, 2)) if m.contains("`--out` needs a folder")
+        ));
+        assert!(matches!(
+            parse_args(&strings(&["bundle", "--offload-arch=host", "--", "x"])),
+            Err(Failure(m, 2)) if m.contains("`bundle` runs nothing")
+        ));
+        // `--out` is cargo's (unstable) option for every other verb.
+        let inv =
+            parse_args(&strings(&["build", "--offload-arch=host", "--out", "d"])).ok().unwrap();
+        assert_eq!((inv.bundle_out, inv.cargo_args), (None, strings(&["--out", "d"])));
         assert!(matches!(
             parse_args(&strings(&["build", "--offload-arch=host", "--target", "x"])),
             Err(Failure(m, 2)) if m.contains("`--target` comes from `--offload-arch`")

@@ -1,6 +1,6 @@
-//! `cargo offload build|run|test [cargo args] --offload-arch=ARCH[,ARCH...]`: builds a Cargo
-//! project whose host code launches kernels through `core::intrinsics::offload` into a program
-//! that runs them through LLVM's offload runtime.
+//! `cargo offload build|run|test|bundle [cargo args] --offload-arch=ARCH[,ARCH...]`: builds a
+//! Cargo project whose host code launches kernels through `core::intrinsics::offload` into a
+//! program that runs them through LLVM's offload runtime.
 //!
 //! The passes (see `src/doc/cargo-offload.md` for the whole story):
 //! 1. host metadata pass: `cargo check --target <host>`, every crate with
@@ -16,7 +16,9 @@
 //!    packaged with `llvm-offload-binary`, and all images are wrapped into one registration
 //!    object by `llvm-offload-wrapper`;
 //! 3. host pass: `cargo build|run|test --target <host>` with `-Zoffload=Host=<image>`, linked
-//!    with the registration object and LLVM's offload runtime (`libomptarget`), with an rpath.
+//!    with the registration object and LLVM's offload runtime (`libomptarget`), with an rpath;
+//! 4. `run` and `test` run the programs (in place, or, under `./x.py cargo`, on the machine's
+//!    own OS through `--run-plan`); `bundle` writes them with their libraries into a folder.
 //!
 //! Each pass has its own target folder under `<target dir>/offload/`. Exit status: cargo's
 //! when a cargo pass fails, 1 with one `error:` line for anything else, 2 for bad usage.
@@ -25,10 +27,12 @@
 //! as cargo's `RUSTC_WRAPPER`), [`workspace`] (`cargo metadata`), [`passes`] (the cargo passes
 //! and the driver), [`manifests`] (the root crates' manifests, merged), [`image_crate`] (the
 //! crate the device passes build), [`vendor`] (the vendor tools that make the loadable images),
-//! [`registration`] (the object that registers them) and [`util`].
+//! [`registration`] (the object that registers them), [`launch`] (how the programs start) and
+//! [`util`].
 
 mod args;
 mod image_crate;
+mod launch;
 mod manifests;
 mod passes;
 mod registration;
@@ -52,6 +56,16 @@ fn main() -> ExitCode {
     }
     if let Ok(program) = std::env::var(PROGRAM_VAR) {
         return wrap_program_rustc(&program, &args[1..]);
+    }
+    // As `./x.py cargo` runs us after leaving the sysroot: the programs of `run` or `test`.
+    if args.get(1).map(String::as_str) == Some("--run-plan") && args.len() == 3 {
+        return match launch::run_plan(std::path::Path::new(&args[2])) {
+            Ok(code) => code,
+            Err(Failure(message, status)) => {
+                eprintln!("error: [cargo offload] {message}");
+                ExitCode::from(status)
+            }
+        };
     }
     // As a cargo subcommand: `cargo-offload offload <verb> ...`.
     let rest =

@@ -17,11 +17,10 @@ use crate::args::{Arch, Invocation};
 use crate::image_crate::{
     DEVICE_CFG, DeviceCore, ImageBuilder, device_core, image_builder, resolved_features,
 };
+use crate::launch::{run_programs, write_bundle};
 use crate::manifests::{merge_manifests, root_manifests};
 use crate::registration::wrap_images;
-use crate::util::{
-    Failure, Result, copy_if_changed, fail, forget_other_compilers_output, run_program,
-};
+use crate::util::{Failure, Result, copy_if_changed, fail, forget_other_compilers_output};
 use crate::vendor::{device_binary, runtime_lib_dir};
 use crate::workspace::{
     Workspace, host_triple, manifest_path_args, profile_args, profile_dir, workspace,
@@ -114,7 +113,12 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     }
     let artifacts = build.host_pass(&host_rustflags)?;
     let programs = build.products(&artifacts, kernels > 0, &images_dir);
-    run_programs(inv, &programs)
+    if inv.verb == "bundle" {
+        let out = inv.bundle_out.clone().unwrap_or_else(|| build.dir.join("bundle"));
+        write_bundle(&out, &programs)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    run_programs(&inv.verb, &programs, &inv.program_args)
 }
 
 /// Whether the device pass into `target_dir` must forget its image: whether `key` (what
@@ -496,30 +500,5 @@ impl<'a> Build<'a> {
             }
         }
         programs
-    }
-}
-
-/// 5. `run` runs the one program the host pass built, `test` every test program (stopping at
-/// the first that fails), `build` nothing.
-fn run_programs(inv: &Invocation, programs: &[String]) -> Result<ExitCode> {
-    match inv.verb.as_str() {
-        "run" => match programs {
-            [program] => run_program(program, &inv.program_args),
-            [] => fail("the host pass built no program to run"),
-            _ => fail(format!(
-                "the host pass built {} programs; pick one with `--bin NAME` or `--example NAME`",
-                programs.len()
-            )),
-        },
-        "test" => {
-            for program in programs {
-                let code = run_program(program, &inv.program_args)?;
-                if code != ExitCode::SUCCESS {
-                    return Err(Failure(format!("test program {program} failed"), 101));
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        _ => Ok(ExitCode::SUCCESS),
     }
 }

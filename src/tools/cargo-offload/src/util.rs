@@ -1,10 +1,10 @@
 //! What every part of `cargo offload` shares: its failures ([`Failure`]: one line and an exit
-//! status), writing files only when their content changed, forgetting the output of another
-//! compiler build, and running a built program.
+//! status), writing files only when their content changed, and forgetting the output of
+//! another compiler build.
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, ExitCode};
+use std::process::Command;
 
 /// A failure: one line for the user, and the exit status.
 pub(crate) struct Failure(pub(crate) String, pub(crate) u8);
@@ -33,18 +33,6 @@ pub(crate) fn copy_if_changed(from: &Path, to: &Path) -> Result<bool> {
     let bytes =
         fs::read(from).map_err(|e| Failure(format!("cannot read {}: {e}", from.display()), 1))?;
     write_if_changed(to, &bytes)
-}
-
-/// Runs a built program with `args`, without the library path that cargo's environment may
-/// carry; returns its exit status.
-pub(crate) fn run_program(program: &str, args: &[String]) -> Result<ExitCode> {
-    eprintln!("[cargo offload] running {program}");
-    let status = Command::new(program)
-        .args(args)
-        .env_remove("LD_LIBRARY_PATH")
-        .status()
-        .map_err(|e| Failure(format!("cannot run {program}: {e}"), 1))?;
-    Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8))
 }
 
 /// Removes what `cargo offload` built with another compiler build. Builds of the fork share

@@ -244,6 +244,7 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
         test_cargo_offload(project, cache)?;
         timer.done();
         fuzz_run(project, cache, 1, 0, SHORT_FUZZ_COUNT)?;
+        crate::outside::check(project, cache)?;
     }
     let mut suites: Vec<String> = paths.to_vec();
     if suites.is_empty() {
@@ -426,21 +427,83 @@ pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<Exi
     }
     let cwd = std::env::current_dir()
         .map_err(|e| Failure { step: "RUN", message: format!("no current directory: {e}") })?;
-    let mut enter = toolchain(cache, &cwd, program).args(args);
     if program == "cargo" {
-        install_cargo_offload(&project_root(), cache)?;
-        enter.program = stage0_toolchain().join("bin/cargo").into();
-        // cargo 1.95.0 is a stable build: `-Zbuild-std` and friends need this.
-        if std::env::var_os("RUSTC_BOOTSTRAP").is_none() {
-            enter = enter.env("RUSTC_BOOTSTRAP", "1");
-        }
-    } else if program == "rustc" {
+        let (mut inside, plan) = cargo_with_plan(cache, &cwd, args, &[])?;
+        let status = inside
+            .status()
+            .map_err(|e| Failure { step: "RUN", message: format!("cannot start unshare: {e}") })?;
+        return match plan.take() {
+            Some(plan) if status.success() => run_plan(cache, &plan)
+                .status()
+                .map_err(|e| Failure { step: "RUN", message: format!("cannot run the plan: {e}") }),
+            _ => Ok(status),
+        };
+    }
+    let mut enter = toolchain(cache, &cwd, program).args(args);
+    if program == "rustc" {
         enter.program = rustc.into();
     }
     enter
         .command(cache)?
         .status()
         .map_err(|e| Failure { step: "RUN", message: format!("cannot start unshare: {e}") })
+}
+
+/// The file into which `cargo offload run|test` inside the sysroot writes the programs to run
+/// (`CARGO_OFFLOAD_RUN_PLAN`), removed when dropped; [`PlanFile::take`] gives it once written.
+pub struct PlanFile(PathBuf);
+
+impl PlanFile {
+    /// The plan's path if `cargo offload` wrote one.
+    pub fn take(&self) -> Option<PathBuf> {
+        self.0.is_file().then(|| self.0.clone())
+    }
+}
+
+impl Drop for PlanFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// `cargo ARGS` of the toolchain in `cwd` inside the sysroot (cargo 1.95.0 with
+/// `cargo offload` installed) with `env` added, and the plan file in which
+/// `cargo offload run|test` leaves the programs to run on the machine's own OS ([`run_plan`]).
+pub fn cargo_with_plan(
+    cache: &Cache,
+    cwd: &Path,
+    args: Vec<OsString>,
+    env: &[(&str, OsString)],
+) -> Result<(Command, PlanFile)> {
+    install_cargo_offload(&project_root(), cache)?;
+    let plans = cache.root.join("run-plans");
+    fs::create_dir_all(&plans)
+        .map_err(|e| Failure { step: "RUN", message: format!("{}: {e}", plans.display()) })?;
+    // One per process and call, so that two `./x.py cargo` at once keep theirs apart.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let plan = PlanFile(plans.join(format!("{}-{call}", std::process::id())));
+    let _ = fs::remove_file(&plan.0);
+    let mut enter =
+        toolchain(cache, cwd, "cargo").args(args).env("CARGO_OFFLOAD_RUN_PLAN", &plan.0);
+    enter.program = stage0_toolchain().join("bin/cargo").into();
+    // cargo 1.95.0 is a stable build: `-Zbuild-std` and friends need this.
+    if std::env::var_os("RUSTC_BOOTSTRAP").is_none() {
+        enter = enter.env("RUSTC_BOOTSTRAP", "1");
+    }
+    for (key, value) in env {
+        enter = enter.env(key, value.clone());
+    }
+    Ok((enter.command(cache)?, plan))
+}
+
+/// `cargo-offload --run-plan PLAN` on this machine's own OS, with the caller's environment:
+/// it runs the programs of `cargo offload run|test` with the sysroot's loader and libraries
+/// (see `src/tools/cargo-offload/src/launch.rs`).
+pub fn run_plan(cache: &Cache, plan: &Path) -> Command {
+    let mut cmd = Command::new(offload_tools_bin(cache).join("cargo-offload"));
+    cmd.arg("--run-plan").arg(plan).env("CARGO_OFFLOAD_ROOT", cache.sysroot());
+    cmd
 }
 
 /// `program` in `cwd` inside the sysroot as an installed toolchain: the stage-1 toolchain,
@@ -541,9 +604,10 @@ pub fn dump_manifest(project: &Path, cache: &Cache, path: &Path) -> Result<Strin
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Where `cargo-offload` is installed: `build/<host>/offload-tools/bin`, beside the stage-1
-/// toolchain rather than in its `bin/`, which bootstrap assembles afresh (a test run drops
-/// what it did not put there). `./x.py cargo` has it on `PATH`, so `./x.py cargo offload ...`
+/// Where `cargo-offload` is installed: `build/<host>/offload-tools/bin` (and
+/// `liboffload_report.so`, which it preloads for `OFFLOAD_REPORT`, in `../lib`), beside the
+/// stage-1 toolchain rather than in its `bin/`, which bootstrap assembles afresh (a test run
+/// drops what it did not put there). `./x.py cargo` has it on `PATH`, so `./x.py cargo offload ...`
 /// finds it as cargo finds any subcommand; the run-make tests find it there too.
 pub fn offload_tools_bin(cache: &Cache) -> PathBuf {
     cache.build().join(HOST).join("offload-tools/bin")
@@ -563,26 +627,39 @@ pub fn install_cargo_offload(project: &Path, cache: &Cache) -> Result<PathBuf> {
         "BUILD",
         &mut tool_cargo(project, cache, "cargo-offload", &["build", "--release"]),
     )?;
-    let built = cache.root.join("tools-target/release/cargo-offload");
+    crate::ui::run_captured(
+        "BUILD",
+        &mut tool_cargo(project, cache, "offload-report", &["build", "--release"]),
+    )?;
+    let release = cache.root.join("tools-target/release");
     let installed = offload_tools_bin(cache).join("cargo-offload");
-    if fs::read(&installed).ok() != fs::read(&built).ok() {
-        fs::create_dir_all(installed.parent().unwrap())
-            .and_then(|()| fs::copy(&built, &installed))
-            .map_err(|e| Failure {
-                step: "BUILD",
-                message: format!("cannot install {}: {e}", installed.display()),
-            })?;
+    let report = offload_tools_bin(cache).join("../lib/liboffload_report.so");
+    for (built, installed) in [
+        (release.join("cargo-offload"), &installed),
+        (release.join("liboffload_report.so"), &report),
+    ] {
+        if fs::read(installed).ok() != fs::read(&built).ok() {
+            fs::create_dir_all(installed.parent().unwrap())
+                .and_then(|()| fs::copy(&built, installed))
+                .map_err(|e| Failure {
+                    step: "BUILD",
+                    message: format!("cannot install {}: {e}", installed.display()),
+                })?;
+        }
     }
     Ok(installed)
 }
 
-/// Runs the tests of `src/tools/cargo-offload` (its argument parsing and manifest merging).
+/// Runs the tests of `src/tools/cargo-offload` (its argument parsing, manifest merging, run
+/// plans and bundles) and of `src/tools/offload-report`.
 pub fn test_cargo_offload(project: &Path, cache: &Cache) -> Result<()> {
-    let status = tool_cargo(project, cache, "cargo-offload", &["test"])
-        .status()
-        .map_err(|e| Failure { step: "TEST", message: format!("cannot run cargo: {e}") })?;
-    if !status.success() {
-        return fail("TEST", "cargo-offload tests failed; their output is above");
+    for tool in ["cargo-offload", "offload-report"] {
+        let status = tool_cargo(project, cache, tool, &["test"])
+            .status()
+            .map_err(|e| Failure { step: "TEST", message: format!("cannot run cargo: {e}") })?;
+        if !status.success() {
+            return fail("TEST", format!("{tool} tests failed; their output is above"));
+        }
     }
     Ok(())
 }

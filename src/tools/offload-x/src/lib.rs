@@ -16,7 +16,7 @@
 //!    NVIDIA's `ptxas`/`nvlink` from a pinned wheel, which check the nvptx images ([`cuda`]);
 //! 7. `[STYLE]`: upstream's tidy and rustfmt on our files, part of `./x.py test` ([`style`]);
 //!    `[SERIES]`: the patch series as a stack of commits, and a check that each prefix builds
-//!    ([`series`]);
+//!    ([`series`]); `[OUTSIDE]`: offload programs on this machine's own OS ([`outside`]);
 //! 8. `[JOB]` and `[BENCH]`: the main job ([`job`]) and the device-pass benchmark ([`bench`]).
 //!
 //! Every step that takes long is skipped when its stamp in the cache says it is complete; a
@@ -31,6 +31,7 @@ pub mod fetch;
 pub mod gpu_check;
 pub mod job;
 pub mod materialize;
+pub mod outside;
 pub mod pins;
 pub mod series;
 pub mod style;

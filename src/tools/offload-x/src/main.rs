@@ -30,7 +30,10 @@ verbs:
                    and lines of at most 100 columns on our tools (src/tools)
   rustc ARGS...    the stage-1 rustc, in the current directory, inside the sysroot
   cargo ARGS...    cargo 1.95.0 with the stage-1 rustc (RUSTC_BOOTSTRAP=1, so -Zbuild-std
-                   works), in the current directory, inside the sysroot
+                   works), in the current directory, inside the sysroot; the programs of
+                   `cargo offload run|test` then run on this machine's own OS, with the
+                   toolchain's loader and libraries (OFFLOAD_REPORT=1: which device ran each
+                   kernel)
   export [--patch NAME]
                    copy edits made in the materialized tree (cache/tree) back into the project:
                    patches regenerated, new files copied; changes to upstream files that no
@@ -57,7 +60,9 @@ verbs:
                    --allocator ROUNDS (only the allocator lever: allocator.json)
   gpu-check        a bundle (gpu-check/ in the checkout, at most 64 MiB) that runs the bundled
                    example, built with cargo offload for sm_90, on an NVIDIA GPU machine without
-                   our sysroot: the executable, its trixie libraries and loader (xz), run.sh
+                   our sysroot: `cargo offload bundle` of it (xz) and run.sh
+  outside          only the outside-the-sysroot checks of `./x.py test`: `cargo offload run`
+                   and bundles on this machine's own OS
   fuzz [--seed S] [--first N] [--count N]
                    mutated offload manifests (structure-aware, seeded; 10,000 by default)
                    through the device pass of a small crate: fails on any ICE, panic, crash,
@@ -115,6 +120,9 @@ fn main() -> ExitCode {
         "fuzz" => commands::fuzz(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
         "job" => offload_x::job::run(&project, &cache).map(|()| ExitCode::SUCCESS),
         "gpu-check" => offload_x::gpu_check::run(&project, &cache).map(|_| ExitCode::SUCCESS),
+        "outside" => commands::build(&project, &cache)
+            .and_then(|()| offload_x::outside::check(&project, &cache))
+            .map(|()| ExitCode::SUCCESS),
         "bench" => offload_x::bench::run(&project, &cache, args).map(|()| ExitCode::SUCCESS),
         "image" => match strings(&args).as_slice() {
             [path] => {

@@ -1,0 +1,477 @@
+//! How the built programs start: in place, on the machine's own OS, or from a bundle.
+//!
+//! `cargo offload` runs inside the toolchain's sysroot (Debian trixie), where the programs
+//! link trixie's offload runtime. A GPU's driver, though, belongs to the machine's own OS:
+//! the CUDA plugin opens `libcuda.so.1` by name, the AMD plugin the ROCm runtime. So a
+//! program runs outside the sysroot with trixie's dynamic loader started as a program
+//! (`ld-linux-x86-64.so.2 --library-path DIRS --argv0 PROGRAM PROGRAM ARGS`): the loader and
+//! every library the program links come from the toolchain (`--library-path` replaces
+//! `LD_LIBRARY_PATH` for this process only), and a library that is not there, such as the
+//! GPU driver, is found in the machine's own `ld.so.cache`, as a native program finds it.
+//! Each library is loaded once (one `libomp`).
+//!
+//! - In place ([`run_programs`] without a plan): the program runs where `cargo offload` runs.
+//! - On the machine's own OS: `./x.py cargo` sets [`PLAN_VAR`]; `run` and `test` then write
+//!   the programs to run into that file ([`Plan`]) instead of running them, and `./x.py`, once
+//!   it has left the sysroot, runs `cargo-offload --run-plan FILE` ([`run_plan`]) with
+//!   [`ROOT_VAR`] naming the sysroot, under which the plan's loader and library folders lie.
+//! - A bundle ([`write_bundle`]): each program, the libraries it loads and the loader in one
+//!   folder, with a start script per program, for another x86-64 Linux machine.
+//!
+//! With `OFFLOAD_REPORT` set (and not `0`), each way preloads `liboffload_report.so`
+//! (`src/tools/offload-report`), which prints which device and image ran each kernel.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, ExitStatus};
+
+use crate::util::{Failure, Result, fail};
+
+/// The file into which `run` and `test` write the programs to run instead of running them.
+pub(crate) const PLAN_VAR: &str = "CARGO_OFFLOAD_RUN_PLAN";
+
+/// The toolchain's sysroot as the machine sees it, for `--run-plan`.
+pub(crate) const ROOT_VAR: &str = "CARGO_OFFLOAD_ROOT";
+
+/// Whether the user asked for the report of the devices that ran the kernels.
+fn report_wanted() -> bool {
+    std::env::var_os("OFFLOAD_REPORT").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// `liboffload_report.so`, installed beside this program (`bin/../lib`).
+fn report_library() -> Result<PathBuf> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure(format!("cannot find the cargo-offload program: {e}"), 1))?;
+    let lib = exe.parent().and_then(Path::parent).map(|d| d.join("lib/liboffload_report.so"));
+    match lib {
+        Some(lib) if lib.is_file() => Ok(lib),
+        _ => fail(format!(
+            "OFFLOAD_REPORT is set but liboffload_report.so is missing beside {} (bin/../lib); \
+             `./x.py build` installs it",
+            exe.display()
+        )),
+    }
+}
+
+/// One program to run: what the loader needs, as seen inside the sysroot.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Run {
+    pub(crate) program: String,
+    pub(crate) args: Vec<String>,
+    /// The dynamic loader the program asks for.
+    pub(crate) loader: PathBuf,
+    /// The folders of the libraries it loads, each once, in the order `ldd` lists them.
+    pub(crate) library_path: Vec<PathBuf>,
+}
+
+/// What `run` and `test` leave for `./x.py` to run outside the sysroot.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Plan {
+    /// `run` or `test`.
+    pub(crate) verb: String,
+    pub(crate) runs: Vec<Run>,
+}
+
+/// The first line of a plan file.
+const PLAN_MAGIC: &str = "cargo-offload-plan 1";
+
+impl Plan {
+    /// The plan as text: [`PLAN_MAGIC`], then records of fields, each record its field count
+    /// on a line, each field its byte length on a line and its bytes and a newline (so that
+    /// arguments may hold any byte but NUL). The first record is the verb; then one per
+    /// program: program, loader, the library folders joined by `:`, then its arguments.
+    pub(crate) fn encode(&self) -> String {
+        let mut out = format!("{PLAN_MAGIC}\n");
+        let mut record = |fields: Vec<String>| {
+            out.push_str(&format!("{}\n", fields.len()));
+            for field in fields {
+                out.push_str(&format!("{}\n{field}\n", field.len()));
+            }
+        };
+        record(vec![self.verb.clone()]);
+        for run in &self.runs {
+            let dirs: Vec<String> =
+                run.library_path.iter().map(|d| d.display().to_string()).collect();
+            let mut fields =
+                vec![run.program.clone(), run.loader.display().to_string(), dirs.join(":")];
+            fields.extend(run.args.iter().cloned());
+            record(fields);
+        }
+        out
+    }
+
+    /// Reads what [`Plan::encode`] wrote; `None` for anything else.
+    pub(crate) fn decode(text: &str) -> Option<Plan> {
+        let mut rest = text.strip_prefix(PLAN_MAGIC)?.strip_prefix('\n')?;
+        let line = |rest: &mut &str| -> Option<usize> {
+            let (number, after) = rest.split_once('\n')?;
+            *rest = after;
+            number.parse().ok()
+        };
+        let mut records = Vec::new();
+        while !rest.is_empty() {
+            let count = line(&mut rest)?;
+            let mut fields = Vec::new();
+            for _ in 0..count {
+                let len = line(&mut rest)?;
+                let field = rest.get(..len)?;
+                rest = rest.get(len..)?.strip_prefix('\n')?;
+                fields.push(field.to_string());
+            }
+            records.push(fields);
+        }
+        let mut records = records.into_iter();
+        let verb = records.next()?.into_iter().next()?;
+        let runs = records
+            .map(|fields| {
+                let mut fields = fields.into_iter();
+                let program = fields.next()?;
+                let loader = PathBuf::from(fields.next()?);
+                let dirs = fields.next()?;
+                let library_path = dirs.split(':').filter(|d| !d.is_empty()).map(PathBuf::from);
+                Some(Run {
+                    program,
+                    loader,
+                    library_path: library_path.collect(),
+                    args: fields.collect(),
+                })
+            })
+            .collect::<Option<Vec<Run>>>()?;
+        Some(Plan { verb, runs })
+    }
+}
+
+/// The shared libraries `program` loads, as `(name the loader looks for, canonical path)`, the
+/// dynamic loader among them (named `ld-linux-x86-64.so.2`), read from `ldd`.
+pub(crate) fn libraries(program: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let out = Command::new("ldd")
+        .arg(program)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .map_err(|e| Failure(format!("cannot run ldd: {e}"), 1))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || text.contains("not found") {
+        return fail(format!(
+            "ldd {} found not every library the program needs:\n{text}{}",
+            program.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(parse_ldd(&text)
+        .into_iter()
+        .map(|(name, path)| {
+            let canonical = fs::canonicalize(&path).unwrap_or(path);
+            (name, canonical)
+        })
+        .collect())
+}
+
+/// `(name, path)` of each library line of `ldd`'s output with a path: `NAME => PATH (ADDR)`,
+/// or `PATH (ADDR)` for the loader, named by its file name.
+pub(crate) fn parse_ldd(text: &str) -> Vec<(String, PathBuf)> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let (name, path) = match line.split_once(" => ") {
+            Some((name, rest)) => (name.to_string(), rest.split_whitespace().next().unwrap_or("")),
+            None => {
+                let path = line.split_whitespace().next().unwrap_or("");
+                let name = Path::new(path).file_name().map(|n| n.to_string_lossy().into_owned());
+                (name.unwrap_or_default(), path)
+            }
+        };
+        if path.starts_with('/') && !name.is_empty() {
+            found.push((name, PathBuf::from(path)));
+        }
+    }
+    found
+}
+
+/// The loader and library folders of `program`, for [`Run`].
+fn loader_and_folders(program: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
+    let libraries = libraries(program)?;
+    let Some((_, loader)) = libraries.iter().find(|(name, _)| name.starts_with("ld-linux")) else {
+        return fail(format!("ldd names no dynamic loader for {}", program.display()));
+    };
+    let mut folders: Vec<PathBuf> = Vec::new();
+    for (_, path) in &libraries {
+        let folder = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+        if !folders.contains(&folder) {
+            folders.push(folder);
+        }
+    }
+    Ok((loader.clone(), folders))
+}
+
+/// 5. `run` runs the one program the host pass built, `test` every test program (stopping at
+/// the first that fails), each in place, or, with [`PLAN_VAR`] set, writes them into the plan
+/// for `./x.py` to run on the machine's own OS.
+pub(crate) fn run_programs(verb: &str, programs: &[String], args: &[String]) -> Result<ExitCode> {
+    let programs = match verb {
+        "run" => match programs {
+            [_] => programs.to_vec(),
+            [] => return fail("the host pass built no program to run"),
+            _ => {
+                return fail(format!(
+                    "the host pass built {} programs; pick one with `--bin NAME` or \
+                     `--example NAME`",
+                    programs.len()
+                ));
+            }
+        },
+        "test" => programs.to_vec(),
+        _ => return Ok(ExitCode::SUCCESS),
+    };
+    if let Some(plan_file) = std::env::var_os(PLAN_VAR) {
+        let mut runs = Vec::new();
+        for program in programs {
+            let (loader, library_path) = loader_and_folders(Path::new(&program))?;
+            runs.push(Run { program, args: args.to_vec(), loader, library_path });
+        }
+        let plan = Plan { verb: verb.to_string(), runs };
+        fs::write(&plan_file, plan.encode()).map_err(|e| {
+            Failure(format!("cannot write {}: {e}", Path::new(&plan_file).display()), 1)
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let report = if report_wanted() { Some(report_library()?) } else { None };
+    run_each(verb, &programs, |program| {
+        eprintln!("[cargo offload] running {program}");
+        let mut cmd = Command::new(program);
+        cmd.args(args).env_remove("LD_LIBRARY_PATH");
+        if let Some(report) = &report {
+            cmd.env("LD_PRELOAD", report);
+        }
+        cmd.status().map_err(|e| Failure(format!("cannot run {program}: {e}"), 1))
+    })
+}
+
+/// Runs `start(program)` for each program: `run`'s exit status is the program's; `test` stops
+/// at the first program that fails, with status 101.
+fn run_each(
+    verb: &str,
+    programs: &[String],
+    mut start: impl FnMut(&str) -> Result<ExitStatus>,
+) -> Result<ExitCode> {
+    for program in programs {
+        let status = start(program)?;
+        let code = exit_code(program, status);
+        if verb == "run" {
+            return Ok(ExitCode::from(code));
+        }
+        if code != 0 {
+            return Err(Failure(format!("test program {program} failed"), 101));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The program's exit code, or `128 + N` (as shells report it) when signal N ended it.
+fn exit_code(program: &str, status: ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code.clamp(0, 255) as u8,
+        (None, Some(signal)) => {
+            eprintln!("[cargo offload] {program} was ended by signal {signal}");
+            (128 + signal).clamp(0, 255) as u8
+        }
+        _ => 1,
+    }
+}
+
+/// `cargo-offload --run-plan FILE` on the machine's own OS: runs the plan's programs with the
+/// toolchain's loader and libraries, found under [`ROOT_VAR`].
+pub(crate) fn run_plan(file: &Path) -> Result<ExitCode> {
+    let text = fs::read_to_string(file)
+        .map_err(|e| Failure(format!("cannot read the run plan {}: {e}", file.display()), 1))?;
+    let Some(plan) = Plan::decode(&text) else {
+        return fail(format!("{} is not a run plan of this cargo-offload", file.display()));
+    };
+    let Some(root) = std::env::var_os(ROOT_VAR).map(PathBuf::from) else {
+        return fail(format!("--run-plan needs {ROOT_VAR}: the toolchain's sysroot"));
+    };
+    let report = if report_wanted() { Some(report_library()?) } else { None };
+    let under_root = |p: &Path| root.join(p.strip_prefix("/").unwrap_or(p));
+    let programs: Vec<String> = plan.runs.iter().map(|r| r.program.clone()).collect();
+    let mut runs = plan.runs.iter();
+    run_each(&plan.verb, &programs, |program| {
+        let run = runs.next().expect("one run per program");
+        // The folders that `./x.py cargo` binds keep their paths; anything else is the
+        // sysroot's own.
+        let path = Path::new(program);
+        let path = if path.exists() { path.to_path_buf() } else { under_root(path) };
+        let folders: Vec<String> =
+            run.library_path.iter().map(|d| under_root(d).display().to_string()).collect();
+        eprintln!(
+            "[cargo offload] running {program} on this machine's own OS (the toolchain's loader \
+             and libraries)"
+        );
+        let mut cmd = Command::new(under_root(&run.loader));
+        cmd.arg("--library-path").arg(folders.join(":"));
+        if let Some(report) = &report {
+            cmd.arg("--preload").arg(report);
+        }
+        cmd.arg("--argv0").arg(program).arg(&path).args(&run.args);
+        cmd.status().map_err(|e| Failure(format!("cannot run {program}: {e}"), 1))
+    })
+}
+
+/// The file that marks a folder as a bundle that `cargo offload bundle` wrote (and may write
+/// again).
+const BUNDLE_MARK: &str = ".cargo-offload-bundle";
+
+/// The start script of the bundled program `name` (`bin/NAME`).
+fn start_script(name: &str) -> String {
+    let quoted = format!("'{}'", name.replace('\'', "'\\''"));
+    format!(
+        "#!/bin/sh\n\
+         # Starts {name} (written by `cargo offload bundle`) with this bundle's dynamic loader\n\
+         # and libraries (lib/), whatever the machine's C library: arguments and the exit\n\
+         # status pass through. A GPU driver comes from the machine (its ld.so.cache).\n\
+         # OFFLOAD_REPORT=1: one line per kernel and device says which device and image ran it.\n\
+         here=$(dirname \"$(readlink -f \"$0\")\")\n\
+         if [ -n \"${{OFFLOAD_REPORT:-}}\" ] && [ \"$OFFLOAD_REPORT\" != 0 ]; then\n\
+         \x20   exec \"$here/lib/ld-linux-x86-64.so.2\" --library-path \"$here/lib\" \\\n\
+         \x20       --preload \"$here/lib/liboffload_report.so\" --argv0 \"$0\" \\\n\
+         \x20       \"$here/bin/\"{quoted} \"$@\"\n\
+         fi\n\
+         exec \"$here/lib/ld-linux-x86-64.so.2\" --library-path \"$here/lib\" --argv0 \"$0\" \\\n\
+         \x20   \"$here/bin/\"{quoted} \"$@\"\n"
+    )
+}
+
+/// `bundle`: writes `out` with each program (`bin/`), the libraries they and
+/// `liboffload_report.so` load and the loader (`lib/`), and a start script per program
+/// ([`start_script`]); prints the size and the C library. An `out` that holds anything but an
+/// earlier bundle is refused, so nothing a user wrote is overwritten.
+pub(crate) fn write_bundle(out: &Path, programs: &[String]) -> Result<()> {
+    if programs.is_empty() {
+        return fail("the host pass built no program to bundle");
+    }
+    let io = |path: &Path, e: std::io::Error| Failure(format!("{}: {e}", path.display()), 1);
+    if out.exists() {
+        let empty = fs::read_dir(out).map_err(|e| io(out, e))?.next().is_none();
+        if !empty && !out.join(BUNDLE_MARK).is_file() {
+            return fail(format!(
+                "{} exists and is not a bundle of `cargo offload`; give another --out",
+                out.display()
+            ));
+        }
+        fs::remove_dir_all(out).map_err(|e| io(out, e))?;
+    }
+    let (bin, lib) = (out.join("bin"), out.join("lib"));
+    fs::create_dir_all(&bin).and_then(|()| fs::create_dir_all(&lib)).map_err(|e| io(out, e))?;
+    fs::write(out.join(BUNDLE_MARK), "").map_err(|e| io(out, e))?;
+    let report = report_library()?;
+    let mut needed = libraries(&report)?;
+    needed.push(("liboffload_report.so".to_string(), report));
+    for program in programs {
+        let path = Path::new(program);
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        fs::copy(path, bin.join(&name)).map_err(|e| io(path, e))?;
+        needed.extend(libraries(path)?);
+        let script = out.join(&name);
+        fs::write(&script, start_script(&name)).map_err(|e| io(&script, e))?;
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755))
+            .map_err(|e| io(&script, e))?;
+        eprintln!("[cargo offload] bundled {name}: start it with {}", script.display());
+    }
+    for (name, path) in &needed {
+        let to = lib.join(name);
+        if !to.exists() {
+            fs::copy(path, &to).map_err(|e| io(path, e))?;
+        }
+    }
+    if !lib.join("ld-linux-x86-64.so.2").is_file() {
+        return fail("ldd named no dynamic loader `ld-linux-x86-64.so.2` for the programs");
+    }
+    // The runtime opens `libomp` a second time by the name `libomp.so` (OMPT): a link, since
+    // the loader tells libraries apart by file, and a second copy aborts ("OMP: Error #15").
+    if lib.join("libomp.so.5").is_file() {
+        std::os::unix::fs::symlink("libomp.so.5", lib.join("libomp.so"))
+            .map_err(|e| io(&lib, e))?;
+    }
+    let bytes: u64 = [&bin, &lib]
+        .iter()
+        .flat_map(|d| fs::read_dir(d).into_iter().flatten().flatten())
+        .filter_map(|e| fs::symlink_metadata(e.path()).ok())
+        .map(|m| m.len())
+        .sum();
+    let libc = Command::new(lib.join("libc.so.6"))
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").to_string())
+        .unwrap_or_default();
+    eprintln!(
+        "[cargo offload] bundle {}: {} program{}, {} MB ({} libraries with the loader \
+         lib/ld-linux-x86-64.so.2; {libc})",
+        out.display(),
+        programs.len(),
+        if programs.len() == 1 { "" } else { "s" },
+        bytes.div_ceil(1_000_000),
+        fs::read_dir(&lib).map(|d| d.count()).unwrap_or(0)
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::strings;
+
+    #[test]
+    fn plans_read_back_as_written() {
+        let plan = Plan {
+            verb: "test".to_string(),
+            runs: vec![
+                Run {
+                    program: "/w/target/a".to_string(),
+                    args: strings(&["", "two\nlines", "x:y", "3"]),
+                    loader: PathBuf::from("/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"),
+                    library_path: vec![
+                        PathBuf::from("/usr/lib/llvm-22/lib"),
+                        PathBuf::from("/usr/lib/x86_64-linux-gnu"),
+                    ],
+                },
+                Run {
+                    program: "/w/target/b".to_string(),
+                    args: vec![],
+                    loader: PathBuf::from("/l"),
+                    library_path: vec![],
+                },
+            ],
+        };
+        assert_eq!(Plan::decode(&plan.encode()), Some(plan));
+        assert_eq!(Plan::decode("cargo-offload-plan 1\n1\n99\nrun\n"), None, "a short field");
+        assert_eq!(Plan::decode("something else"), None);
+    }
+
+    #[test]
+    fn ldd_lines_give_names_and_paths() {
+        let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\
+                    \tlibomptarget.so.22.1 => /usr/lib/llvm-22/lib/libomptarget.so.22.1 (0x7f)\n\
+                    \tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x7f)\n\
+                    \t/lib64/ld-linux-x86-64.so.2 (0x7f)\n\
+                    \tlibmissing.so => not found\n";
+        assert_eq!(
+            parse_ldd(text),
+            vec![
+                (
+                    "libomptarget.so.22.1".to_string(),
+                    PathBuf::from("/usr/lib/llvm-22/lib/libomptarget.so.22.1")
+                ),
+                ("libc.so.6".to_string(), PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6")),
+                ("ld-linux-x86-64.so.2".to_string(), PathBuf::from("/lib64/ld-linux-x86-64.so.2")),
+            ]
+        );
+    }
+
+    #[test]
+    fn start_scripts_pass_arguments_and_quote_the_name() {
+        let script = start_script("it's");
+        assert!(script.starts_with("#!/bin/sh\n"));
+        assert!(script.contains("\"$here/bin/\"'it'\\''s' \"$@\""), "{script}");
+        assert_eq!(script.matches("exec ").count(), 2, "both ways replace the shell");
+        assert!(script.contains("--preload \"$here/lib/liboffload_report.so\""));
+    }
+}

@@ -1,0 +1,577 @@
+//! `liboffload_report.so`: with `OFFLOAD_REPORT=1`, `cargo offload run|test` and the start
+//! scripts of `cargo offload bundle` load this library into the program (the dynamic loader's
+//! `--preload`), and the program prints one line on standard error for each kernel and device
+//! the first time it launches the kernel there: which device ran it and from which of the
+//! program's device images, or that the launch failed. Nothing else changes: each call goes
+//! on to LLVM's offload runtime unchanged, and without `OFFLOAD_REPORT` the library is not
+//! loaded at all.
+//!
+//! ```text
+//! [offload report] kernel `K` ran on device 0 (generic-64bit, uid x86_64-0) from image 1 of 2
+//!     (x86_64-unknown-linux-gnu)
+//! [offload report] kernel `K` did not run: the runtime has no device 0 (0 devices run the
+//!     program's images: nvptx64-nvidia-cuda sm_90)
+//! ```
+//!
+//! (one line each; `K` is the kernel's symbol, as in the program's offload entries).
+//!
+//! How it learns each fact, all from the runtime's own interfaces:
+//! - the program's images and kernels: the library defines `__tgt_register_lib`, which the
+//!   program's registration object calls at start-up with its `__tgt_bin_desc` (the images,
+//!   each an offload binary whose string table names its `triple` and `arch`, and the host
+//!   entries, whose addresses are the kernels' host handles and whose names are the kernels'
+//!   symbols), and passes the call on to the runtime's definition (`dlsym(RTLD_NEXT)`);
+//! - the devices and the images loaded on them: the library is an OMPT tool
+//!   (`ompt_start_tool`, OpenMP 5.1 section 4.2.1), registered for `device_initialize`
+//!   (device number and type) and `device_load` (the host address of the image the runtime
+//!   loaded onto a device);
+//! - each launch: the library defines `__tgt_target_kernel`, calls the runtime's, and reports
+//!   the kernel's first launch on each device with the launch's result; the device's UID comes
+//!   from `omp_get_uid_from_device` (OpenMP 6.0).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::Mutex;
+
+/// `__tgt_offload_entry` as LLVM 22's runtime reads it (72 bytes).
+#[repr(C)]
+pub struct OffloadEntry {
+    reserved: u64,
+    version: u16,
+    kind: u16,
+    flags: u32,
+    /// For a kernel: its host handle, the `host_ptr` of `__tgt_target_kernel`.
+    address: *const c_void,
+    symbol_name: *const c_char,
+    size: u64,
+    data: u64,
+    aux_addr: *const c_void,
+}
+
+/// `__tgt_device_image`: one image as the registration object lays it out.
+#[repr(C)]
+pub struct DeviceImage {
+    image_start: *const u8,
+    image_end: *const u8,
+    entries_begin: *const OffloadEntry,
+    entries_end: *const OffloadEntry,
+}
+
+/// `__tgt_bin_desc`: what a program registers with the runtime.
+#[repr(C)]
+pub struct BinDesc {
+    num_device_images: i32,
+    device_images: *const DeviceImage,
+    host_entries_begin: *const OffloadEntry,
+    host_entries_end: *const OffloadEntry,
+}
+
+/// One registered image: its bytes in the program's memory and what its offload-binary header
+/// names.
+struct Image {
+    start: usize,
+    end: usize,
+    /// `triple` and, for a GPU, ` arch` (`nvptx64-nvidia-cuda sm_90`); `?` when the image is
+    /// not an offload binary.
+    what: String,
+}
+
+/// What the library knows; one lock, taken only at registration, device events and a kernel's
+/// launches.
+struct State {
+    images: Vec<Image>,
+    /// Kernel host handle -> kernel symbol.
+    kernels: BTreeMap<usize, String>,
+    /// Device number -> device type, from OMPT's `device_initialize`.
+    device_types: BTreeMap<i32, String>,
+    /// Device number -> host addresses of the images loaded there, from OMPT's `device_load`.
+    loaded: BTreeMap<i32, Vec<usize>>,
+    /// (kernel handle, device) pairs already reported.
+    reported: BTreeSet<(usize, i64)>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    images: Vec::new(),
+    kernels: BTreeMap::new(),
+    device_types: BTreeMap::new(),
+    loaded: BTreeMap::new(),
+    reported: BTreeSet::new(),
+});
+
+fn state() -> std::sync::MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// glibc's `RTLD_NEXT` and `RTLD_DEFAULT` (`<dlfcn.h>`).
+const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
+const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
+
+unsafe extern "C" {
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+}
+
+/// The definition of `name` that this library's own hides: the runtime's.
+fn next(name: &CStr) -> *mut c_void {
+    // SAFETY: `name` is NUL-terminated; dlsym only reads it.
+    let f = unsafe { dlsym(RTLD_NEXT, name.as_ptr()) };
+    if f.is_null() {
+        // Without the runtime's definition the program cannot go on.
+        eprintln!(
+            "[offload report] error: LLVM's offload runtime defines no `{}`",
+            name.to_string_lossy()
+        );
+        std::process::abort();
+    }
+    f
+}
+
+/// The string at `p`, or `?` for a null pointer.
+fn string(p: *const c_char) -> String {
+    if p.is_null() {
+        return "?".to_string();
+    }
+    // SAFETY: the runtime's and the registration's strings are NUL-terminated.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// The `triple` and `arch` of an offload binary (LLVM's `OffloadBinary`, version 1: a 32-byte
+/// header `magic 10 FF 10 AD, u32 version, u64 size, u64 entry offset, u64 entry size`; an entry
+/// `u16 image kind, u16 offload kind, u32 flags, u64 string offset, u64 string count, u64 image
+/// offset, u64 image size`; the strings a table of `u64 key offset, u64 value offset` pairs,
+/// offsets from the header's start, values NUL-terminated), as `triple arch`; `None` when
+/// `bytes` is not one.
+pub fn offload_binary_target(bytes: &[u8]) -> Option<String> {
+    let u64_at = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(bytes.get(at..at.checked_add(8)?)?.try_into().ok()?))
+    };
+    let c_str_at = |at: usize| -> Option<&str> {
+        let rest = bytes.get(at..)?;
+        std::str::from_utf8(&rest[..rest.iter().position(|b| *b == 0)?]).ok()
+    };
+    if bytes.get(..4)? != [0x10, 0xFF, 0x10, 0xAD] {
+        return None;
+    }
+    let entry = usize::try_from(u64_at(16)?).ok()?;
+    let strings = usize::try_from(u64_at(entry.checked_add(8)?)?).ok()?;
+    let count = usize::try_from(u64_at(entry.checked_add(16)?)?).ok()?;
+    let (mut triple, mut arch) = (None, None);
+    for i in 0..count.min(64) {
+        let pair = strings.checked_add(i.checked_mul(16)?)?;
+        let key = c_str_at(usize::try_from(u64_at(pair)?).ok()?)?;
+        let value = c_str_at(usize::try_from(u64_at(pair.checked_add(8)?)?).ok()?)?;
+        match key {
+            "triple" => triple = Some(value),
+            "arch" => arch = Some(value),
+            _ => {}
+        }
+    }
+    let triple = triple?;
+    Some(match arch {
+        Some(arch) if !arch.is_empty() => format!("{triple} {arch}"),
+        _ => triple.to_string(),
+    })
+}
+
+/// The image offset and size of an offload binary's first entry (see
+/// [`offload_binary_target`] for the layout).
+pub fn offload_binary_image(bytes: &[u8]) -> Option<(usize, usize)> {
+    let u64_at = |at: usize| -> Option<usize> {
+        usize::try_from(u64::from_le_bytes(bytes.get(at..at.checked_add(8)?)?.try_into().ok()?))
+            .ok()
+    };
+    if bytes.get(..4)? != [0x10, 0xFF, 0x10, 0xAD] {
+        return None;
+    }
+    let entry = u64_at(16)?;
+    Some((u64_at(entry.checked_add(24)?)?, u64_at(entry.checked_add(32)?)?))
+}
+
+/// The report line of a kernel's first launch on a device; `devices` is the number of devices
+/// the runtime has, `image` the 1-based number of the image loaded on the device and what it is
+/// for, `images` what every image is for.
+pub fn report_line(
+    kernel: &str,
+    (device, devices): (i64, i32),
+    device_type: &str,
+    uid: &str,
+    launched: bool,
+    image: Option<(usize, usize, &str)>,
+    images: &[&str],
+) -> String {
+    if !launched && (device < 0 || device >= i64::from(devices)) {
+        return format!(
+            "[offload report] kernel `{kernel}` did not run: the runtime has no device {device} \
+             ({devices} device{} run the program's images: {})",
+            if devices == 1 { "" } else { "s" },
+            images.join(", ")
+        );
+    }
+    let device = format!("device {device} ({device_type}, uid {uid})");
+    match (launched, image) {
+        (true, Some((number, count, what))) => format!(
+            "[offload report] kernel `{kernel}` ran on {device} from image {number} of {count} \
+             ({what})"
+        ),
+        (true, None) => format!("[offload report] kernel `{kernel}` ran on {device}"),
+        (false, Some((number, count, what))) => format!(
+            "[offload report] kernel `{kernel}` did not run on {device}: the launch failed with \
+             image {number} of {count} ({what}) loaded there"
+        ),
+        (false, None) => format!(
+            "[offload report] kernel `{kernel}` did not run on {device}: no image of the \
+             program was loaded there (images: {})",
+            images.join(", ")
+        ),
+    }
+}
+
+/// The runtime's `__tgt_register_lib`, seen first by this library: records the images and
+/// kernels of `desc`, then registers them.
+///
+/// # Safety
+/// `desc` is a `__tgt_bin_desc` as LLVM's offload wrapper lays it out, as the runtime's own
+/// definition requires.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __tgt_register_lib(desc: *const BinDesc) {
+    if !desc.is_null() {
+        // SAFETY: the caller's contract: a valid descriptor whose arrays and ranges live as
+        // long as the program.
+        unsafe { record(&*desc) };
+    }
+    type Register = unsafe extern "C" fn(*const BinDesc);
+    // SAFETY: the runtime's `__tgt_register_lib` has this signature.
+    let register: Register = unsafe { std::mem::transmute(next(c"__tgt_register_lib")) };
+    // SAFETY: the caller's `desc`, unchanged.
+    unsafe { register(desc) }
+}
+
+/// Records the images and kernels of `desc`.
+///
+/// # Safety
+/// As [`__tgt_register_lib`].
+unsafe fn record(desc: &BinDesc) {
+    let mut state = state();
+    for i in 0..usize::try_from(desc.num_device_images).unwrap_or(0) {
+        // SAFETY: `device_images` has `num_device_images` elements.
+        let image = unsafe { &*desc.device_images.add(i) };
+        let (start, end) = (image.image_start as usize, image.image_end as usize);
+        let what = enclosing_binary(start, end).unwrap_or_else(|| "?".to_string());
+        state.images.push(Image { start, end, what });
+    }
+    let mut entry = desc.host_entries_begin;
+    while !entry.is_null() && entry < desc.host_entries_end {
+        // SAFETY: the host entries lie between their begin and end.
+        let e = unsafe { &*entry };
+        state.kernels.insert(e.address as usize, string(e.symbol_name));
+        // SAFETY: still within the same array (or one past its end).
+        entry = unsafe { entry.add(1) };
+    }
+}
+
+/// What the offload binary around the image at `start..end` is for (`triple arch`). LLVM's
+/// offload wrapper embeds each whole offload binary (header, string table, image; 8-byte
+/// aligned) and registers only the image inside it, so the header lies before `start`: the
+/// nearest 8-byte-aligned magic below `start` whose entry places its image exactly at
+/// `start..end`. The search stays within the loaded segment that holds the image (found with
+/// `dl_iterate_phdr`), so it reads only mapped memory.
+fn enclosing_binary(start: usize, end: usize) -> Option<String> {
+    let lowest = segment_start(start)?.max(start.saturating_sub(1 << 16));
+    let mut at = (start & !7).checked_sub(8)?;
+    while at >= lowest {
+        // SAFETY: `at..start` lies within the mapped segment that holds the image.
+        let head = unsafe { std::slice::from_raw_parts(at as *const u8, 4) };
+        if head == [0x10, 0xFF, 0x10, 0xAD] {
+            // SAFETY: from the header to the image's end is one mapped segment.
+            let bytes = unsafe { std::slice::from_raw_parts(at as *const u8, end - at) };
+            let (offset, size) = offload_binary_image(bytes)?;
+            if at + offset == start && offset + size == end - at {
+                return offload_binary_target(bytes);
+            }
+            return None;
+        }
+        at = at.checked_sub(8)?;
+    }
+    None
+}
+
+/// `dl_phdr_info`'s leading fields (`<link.h>`).
+#[repr(C)]
+struct PhdrInfo {
+    address: usize,
+    name: *const c_char,
+    headers: *const ProgramHeader,
+    count: u16,
+}
+
+/// `Elf64_Phdr`.
+#[repr(C)]
+struct ProgramHeader {
+    kind: u32,
+    flags: u32,
+    offset: u64,
+    virtual_address: u64,
+    physical_address: u64,
+    file_size: u64,
+    memory_size: u64,
+    align: u64,
+}
+
+unsafe extern "C" {
+    fn dl_iterate_phdr(
+        callback: unsafe extern "C" fn(*mut PhdrInfo, usize, *mut c_void) -> c_int,
+        data: *mut c_void,
+    ) -> c_int;
+}
+
+/// The first address of the loaded segment (`PT_LOAD`) of any loaded object that holds
+/// `address`.
+fn segment_start(address: usize) -> Option<usize> {
+    unsafe extern "C" fn visit(info: *mut PhdrInfo, _size: usize, data: *mut c_void) -> c_int {
+        // SAFETY: `data` is the `(usize, Option<usize>)` below; `info` is the loader's.
+        let (address, found) = unsafe { &mut *(data as *mut (usize, Option<usize>)) };
+        let info = unsafe { &*info };
+        for i in 0..usize::from(info.count) {
+            // SAFETY: the object has `count` program headers.
+            let header = unsafe { &*info.headers.add(i) };
+            let first = info.address.wrapping_add(header.virtual_address as usize);
+            let last = first.wrapping_add(header.memory_size as usize);
+            if header.kind == 1 && (first..last).contains(address) {
+                *found = Some(first);
+                return 1;
+            }
+        }
+        0
+    }
+    let mut data: (usize, Option<usize>) = (address, None);
+    // SAFETY: `visit` reads `data` as the type it is.
+    unsafe { dl_iterate_phdr(visit, &mut data as *mut _ as *mut c_void) };
+    data.1
+}
+
+/// The runtime's `__tgt_target_kernel`, seen first by this library: launches through the
+/// runtime, then reports the kernel's first launch on the device. Returns the runtime's result
+/// (0: the kernel ran on the device).
+///
+/// # Safety
+/// As the runtime's `__tgt_target_kernel`: the arguments of a kernel launch.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __tgt_target_kernel(
+    loc: *mut c_void,
+    device_id: i64,
+    num_teams: i32,
+    thread_limit: i32,
+    host_ptr: *mut c_void,
+    args: *mut c_void,
+) -> c_int {
+    type Launch =
+        unsafe extern "C" fn(*mut c_void, i64, i32, i32, *mut c_void, *mut c_void) -> c_int;
+    // SAFETY: the runtime's `__tgt_target_kernel` has this signature.
+    let launch: Launch = unsafe { std::mem::transmute(next(c"__tgt_target_kernel")) };
+    // SAFETY: the caller's arguments, unchanged.
+    let result = unsafe { launch(loc, device_id, num_teams, thread_limit, host_ptr, args) };
+    let device =
+        if device_id < 0 { i64::from(runtime_int(c"omp_get_default_device")) } else { device_id };
+    report(host_ptr as usize, device, result == 0);
+    result
+}
+
+/// The value of the runtime's `int f(void)` called `name`, or -1 when it has none.
+fn runtime_int(name: &CStr) -> c_int {
+    // SAFETY: `name` is NUL-terminated.
+    let f = unsafe { dlsym(RTLD_DEFAULT, name.as_ptr()) };
+    if f.is_null() {
+        return -1;
+    }
+    // SAFETY: the OpenMP API's `int f(void)` functions have this signature.
+    let f: unsafe extern "C" fn() -> c_int = unsafe { std::mem::transmute(f) };
+    // SAFETY: no arguments; the runtime is initialized once a kernel was launched.
+    unsafe { f() }
+}
+
+/// The device's UID (`omp_get_uid_from_device`), or `?`.
+fn device_uid(device: i64) -> String {
+    // SAFETY: NUL-terminated name.
+    let f = unsafe { dlsym(RTLD_DEFAULT, c"omp_get_uid_from_device".as_ptr()) };
+    let Ok(device) = c_int::try_from(device) else { return "?".to_string() };
+    if f.is_null() || device < 0 || device >= runtime_int(c"omp_get_num_devices") {
+        return "?".to_string();
+    }
+    // SAFETY: OpenMP 6.0's `const char *omp_get_uid_from_device(int)`.
+    let f: unsafe extern "C" fn(c_int) -> *const c_char = unsafe { std::mem::transmute(f) };
+    // SAFETY: a device number the runtime has.
+    string(unsafe { f(device) })
+}
+
+fn report(kernel: usize, device: i64, launched: bool) {
+    let mut state = state();
+    if !state.reported.insert((kernel, device)) {
+        return;
+    }
+    let name = state.kernels.get(&kernel).cloned().unwrap_or_else(|| format!("{kernel:#x}"));
+    let device_type = i32::try_from(device)
+        .ok()
+        .and_then(|d| state.device_types.get(&d).cloned())
+        .unwrap_or_else(|| "?".to_string());
+    let loaded = i32::try_from(device).ok().and_then(|d| state.loaded.get(&d));
+    let image = loaded.into_iter().flatten().find_map(|address| {
+        let number = state.images.iter().position(|i| (i.start..i.end).contains(address))?;
+        Some((number + 1, state.images.len(), state.images[number].what.as_str()))
+    });
+    let images: Vec<&str> = state.images.iter().map(|i| i.what.as_str()).collect();
+    let uid = device_uid(device);
+    let devices = runtime_int(c"omp_get_num_devices");
+    let line = report_line(&name, (device, devices), &device_type, &uid, launched, image, &images);
+    eprintln!("{line}");
+}
+
+// OMPT (OpenMP 5.1, chapter 4): the tool interface the runtime offers.
+
+/// `ompt_data_t`.
+#[repr(C)]
+pub union OmptData {
+    value: u64,
+    ptr: *mut c_void,
+}
+
+type Lookup = unsafe extern "C" fn(*const c_char) -> *mut c_void;
+
+/// `ompt_start_tool_result_t`.
+#[repr(C)]
+pub struct StartToolResult {
+    initialize: unsafe extern "C" fn(Lookup, c_int, *mut OmptData) -> c_int,
+    finalize: unsafe extern "C" fn(*mut OmptData),
+    tool_data: OmptData,
+}
+
+// SAFETY: the result is read by the runtime only, on the thread that starts the tool.
+unsafe impl Sync for StartToolResult {}
+
+/// `ompt_callback_device_initialize` and `ompt_callback_device_load`.
+const DEVICE_INITIALIZE: c_int = 12;
+const DEVICE_LOAD: c_int = 14;
+
+static TOOL: StartToolResult =
+    StartToolResult { initialize, finalize, tool_data: OmptData { value: 0 } };
+
+/// The runtime asks at start-up whether a tool is present: this library is one.
+#[unsafe(no_mangle)]
+pub extern "C" fn ompt_start_tool(
+    _omp_version: u32,
+    _runtime_version: *const c_char,
+) -> *const StartToolResult {
+    &TOOL
+}
+
+unsafe extern "C" fn initialize(lookup: Lookup, _device: c_int, _data: *mut OmptData) -> c_int {
+    // SAFETY: the runtime's lookup takes a NUL-terminated entry point name.
+    let set = unsafe { lookup(c"ompt_set_callback".as_ptr()) };
+    if set.is_null() {
+        return 0;
+    }
+    type SetCallback = unsafe extern "C" fn(c_int, *const c_void) -> c_int;
+    // SAFETY: `ompt_set_callback`'s signature (`ompt_set_callback_t`).
+    let set: SetCallback = unsafe { std::mem::transmute(set) };
+    // SAFETY: each callback has the signature its event requires.
+    unsafe {
+        set(DEVICE_INITIALIZE, device_initialize as *const c_void);
+        set(DEVICE_LOAD, device_load as *const c_void);
+    }
+    1
+}
+
+unsafe extern "C" fn finalize(_data: *mut OmptData) {}
+
+unsafe extern "C" fn device_initialize(
+    device: c_int,
+    device_type: *const c_char,
+    _device: *mut c_void,
+    _lookup: *mut c_void,
+    _documentation: *const c_char,
+) {
+    state().device_types.insert(device, string(device_type));
+}
+
+unsafe extern "C" fn device_load(
+    device: c_int,
+    _filename: *const c_char,
+    _offset_in_file: i64,
+    _vma_in_file: *mut c_void,
+    _bytes: usize,
+    host_address: *mut c_void,
+    _device_address: *mut c_void,
+    _module_id: u64,
+) {
+    state().loaded.entry(device).or_default().push(host_address as usize);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An offload binary with the given strings, laid out as LLVM writes version 1.
+    fn binary(strings: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = vec![0x10, 0xFF, 0x10, 0xAD];
+        out.extend(1u32.to_le_bytes());
+        let table = 32 + 40;
+        let text = table + 16 * strings.len();
+        let mut text_bytes = Vec::new();
+        let mut pairs = Vec::new();
+        for (key, value) in strings {
+            let key_at = text + text_bytes.len();
+            text_bytes.extend(key.as_bytes());
+            text_bytes.push(0);
+            let value_at = text + text_bytes.len();
+            text_bytes.extend(value.as_bytes());
+            text_bytes.push(0);
+            pairs.push((key_at as u64, value_at as u64));
+        }
+        let size = (text + text_bytes.len()) as u64;
+        for v in [size, 32, 40] {
+            out.extend(v.to_le_bytes());
+        }
+        out.extend(1u16.to_le_bytes());
+        out.extend(1u16.to_le_bytes());
+        out.extend(0u32.to_le_bytes());
+        for v in [table as u64, strings.len() as u64, size, 0] {
+            out.extend(v.to_le_bytes());
+        }
+        for (k, v) in pairs {
+            out.extend(k.to_le_bytes());
+            out.extend(v.to_le_bytes());
+        }
+        out.extend(text_bytes);
+        out
+    }
+
+    #[test]
+    fn offload_binaries_name_their_target() {
+        let gpu = binary(&[("triple", "nvptx64-nvidia-cuda"), ("arch", "sm_90")]);
+        assert_eq!(offload_binary_target(&gpu).as_deref(), Some("nvptx64-nvidia-cuda sm_90"));
+        let cpu = binary(&[("arch", ""), ("triple", "x86_64-unknown-linux-gnu")]);
+        assert_eq!(offload_binary_target(&cpu).as_deref(), Some("x86_64-unknown-linux-gnu"));
+        assert_eq!(offload_binary_target(b"\x7fELF and more bytes than a header"), None);
+        assert_eq!(offload_binary_target(&binary(&[("arch", "gfx90a")])), None, "no triple");
+        assert_eq!(offload_binary_target(&gpu[..40]), None, "a truncated binary");
+        assert_eq!(offload_binary_image(&gpu), Some((gpu.len(), 0)));
+    }
+
+    #[test]
+    fn report_lines_say_device_image_or_failure() {
+        let image = Some((2, 3, "nvptx64 sm_90"));
+        let ran = report_line("k", (0, 1), "sm_90", "GPU-1", true, image, &[]);
+        assert_eq!(
+            ran,
+            "[offload report] kernel `k` ran on device 0 (sm_90, uid GPU-1) from image 2 of 3 \
+             (nvptx64 sm_90)"
+        );
+        let failed =
+            report_line("k", (1, 4), "generic-64bit", "x86_64-1", false, None, &["a", "b"]);
+        assert!(failed.ends_with("no image of the program was loaded there (images: a, b)"));
+        let none = report_line("k", (0, 0), "?", "?", false, None, &["nvptx64 sm_90"]);
+        assert_eq!(
+            none,
+            "[offload report] kernel `k` did not run: the runtime has no device 0 (0 devices \
+             run the program's images: nvptx64 sm_90)"
+        );
+    }
+}

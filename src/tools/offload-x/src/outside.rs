@@ -1,0 +1,227 @@
+//! `[OUTSIDE]` of `./x.py test`: offload programs run on this machine's own OS, not in the
+//! toolchain's sysroot.
+//!
+//! The program (`src/tools/offload-x/outside`: a saxpy kernel over a grid, with slices)
+//! prints the `PRETTY_NAME` of the `/etc/os-release` it sees, so each run shows where it ran:
+//! this machine's own OS (Debian 12 here), not the sysroot's (Debian 13). Checked:
+//! 1. `cargo offload run --release --offload-arch=host,sm_90` (as `./x.py cargo` runs it: the
+//!    program starts after leaving the sysroot, with the toolchain's loader and libraries)
+//!    gives the right results on the CPU device, and its exit status passes through;
+//! 2. with `OFFLOAD_REPORT=1` the program names the CPU device and the image that ran the
+//!    kernel;
+//! 3. `cargo offload bundle` of the same program, copied to a fresh folder and started from an
+//!    empty one with an empty environment apart from `PATH`, gives the same results, passes
+//!    arguments and the exit status, and reports the device; the glibc and loader it carries
+//!    are printed beside the machine's;
+//! 4. a bundle with only an `sm_90` image stops at the launch with the failed-launch line, and
+//!    its report says that no device runs the program's images.
+
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::cache::Cache;
+use crate::commands::{cargo_with_plan, run_plan};
+use crate::ui::{Failure, Result, Timer, fail, say};
+
+const STEP: &str = "OUTSIDE";
+
+/// The `PRETTY_NAME` of an `os-release` file's text.
+pub fn pretty_name(os_release: &str) -> Option<String> {
+    os_release
+        .lines()
+        .find_map(|line| line.strip_prefix("PRETTY_NAME="))
+        .map(|name| name.trim_matches('"').to_string())
+}
+
+/// `./x.py cargo ARGS` in `ws`, captured: cargo inside the sysroot, then the programs of
+/// `cargo offload run|test` outside it, with `env` added to theirs.
+fn x_cargo(cache: &Cache, ws: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
+    let (mut inside, plan) =
+        cargo_with_plan(cache, ws, args.iter().map(OsString::from).collect(), &[])?;
+    let built = inside
+        .output()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    if !built.status.success() {
+        return fail(
+            STEP,
+            format!("cargo {} failed:\n{}", args.join(" "), crate::ui::tail(&built.stderr, 30)),
+        );
+    }
+    let Some(plan) = plan.take() else { return Ok(built) };
+    let mut run = run_plan(cache, &plan);
+    for (key, value) in env {
+        run.env(key, value);
+    }
+    run.output().map_err(|e| Failure { step: STEP, message: format!("cannot run the plan: {e}") })
+}
+
+/// Fails unless `output` exited with `status` and its stdout holds every line of `stdout` and
+/// its stderr every text of `stderr`.
+fn expect(
+    what: &str,
+    output: &Output,
+    status: i32,
+    stdout: &[&str],
+    stderr: &[&str],
+) -> Result<()> {
+    let (out, err) =
+        (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<&str> = out.lines().collect();
+    let missing_out = stdout.iter().find(|l| !lines.contains(l));
+    let missing_err = stderr.iter().find(|t| !err.contains(*t));
+    if output.status.code() != Some(status) || missing_out.is_some() || missing_err.is_some() {
+        return fail(
+            STEP,
+            format!(
+                "{what}: expected exit status {status}, the lines {stdout:?} and {stderr:?} on \
+                 stderr; got {:?}\n--- stdout\n{out}--- stderr\n{err}",
+                output.status
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Runs the checks (see the module's documentation).
+pub fn check(project: &Path, cache: &Cache) -> Result<()> {
+    let timer = Timer::start(STEP, "programs outside the sysroot: cargo offload run, bundles");
+    let machine = pretty_name(&fs::read_to_string("/etc/os-release").unwrap_or_default());
+    let sysroot = fs::read_to_string(cache.sysroot().join("etc/os-release"))
+        .or_else(|_| fs::read_to_string(cache.sysroot().join("usr/lib/os-release")))
+        .unwrap_or_default();
+    let (Some(machine), Some(sysroot)) = (machine, pretty_name(&sysroot)) else {
+        return fail(STEP, "no PRETTY_NAME in /etc/os-release of the machine or the sysroot");
+    };
+    if machine == sysroot {
+        return fail(STEP, format!("the machine and the sysroot are both {machine}"));
+    }
+    let os_line = format!("os: {machine}");
+
+    let work = cache.root.join("outside-test");
+    let ws = work.join("ws");
+    fs::create_dir_all(&ws).map_err(|e| io(&ws, e))?;
+    // Copied over the last run's copy, so that its target folder is kept.
+    shell(&format!(
+        "cp -a {}/. {}/",
+        quote(&project.join("src/tools/offload-x/outside")),
+        quote(&ws)
+    ))?;
+
+    // 1 and 2: `cargo offload run`.
+    let archs = "--offload-arch=host,sm_90";
+    let run = ["offload", "run", "--release", archs, "--", "1000", "7"];
+    let output = x_cargo(cache, &ws, &run, &[])?;
+    expect("cargo offload run", &output, 7, &[&os_line, "saxpy over 1000 elements: ok"], &[])?;
+    if String::from_utf8_lossy(&output.stderr).contains("[offload report]") {
+        return fail(STEP, "cargo offload run reported devices without OFFLOAD_REPORT");
+    }
+    let output = x_cargo(cache, &ws, &run[..6], &[("OFFLOAD_REPORT", "1")])?;
+    let ran_on_cpu = "ran on device 0 (generic-64bit, uid x86_64-0) from image 1 of 2 \
+                      (x86_64-unknown-linux-gnu)";
+    expect("OFFLOAD_REPORT=1 cargo offload run", &output, 0, &[&os_line], &[ran_on_cpu])?;
+    say(STEP, format!("cargo offload run: `{os_line}`, results right, exit status 7 passed"));
+
+    // 3: a bundle, from a fresh folder, with an empty environment but PATH.
+    let bundle = work.join("bundle");
+    let args = ["offload", "bundle", "--release", archs, "--out"];
+    x_cargo(cache, &ws, &[&args[..], &[bundle.to_str().unwrap()]].concat(), &[])?;
+    let fresh = std::env::temp_dir().join(format!("offload-outside-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&fresh);
+    fs::create_dir_all(fresh.join("empty")).map_err(|e| io(&fresh, e))?;
+    shell(&format!("cp -a {} {}", quote(&bundle), quote(&fresh.join("bundle"))))?;
+    let start = |program: &Path, args: &[&str], report: bool| -> Result<Output> {
+        let mut cmd = Command::new(program);
+        cmd.args(args).env_clear().env("PATH", "/usr/bin:/bin").current_dir(fresh.join("empty"));
+        if report {
+            cmd.env("OFFLOAD_REPORT", "1");
+        }
+        cmd.output()
+            .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", program.display()) })
+    };
+    let app = fresh.join("bundle/app");
+    let output = start(&app, &["2000", "5"], false)?;
+    expect("the bundle", &output, 5, &[&os_line, "saxpy over 2000 elements: ok"], &[])?;
+    let output = start(&app, &[], true)?;
+    expect("OFFLOAD_REPORT=1 with the bundle", &output, 0, &[&os_line], &[ran_on_cpu])?;
+    let first_line = |program: &Path, args: &[&OsStr]| -> Result<String> {
+        let output = Command::new(program)
+            .args(args)
+            .output()
+            .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", program.display()) })?;
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        Ok(text.lines().next().unwrap_or("?").to_string())
+    };
+    // The bundle's `libc.so.6` prints its version when run by the bundle's loader (the
+    // machine's would not load a newer C library).
+    let lib = fresh.join("bundle/lib");
+    let loader = lib.join("ld-linux-x86-64.so.2");
+    let libc = first_line(
+        &loader,
+        &["--library-path".as_ref(), lib.as_os_str(), lib.join("libc.so.6").as_os_str()],
+    )?;
+    let loader = first_line(&loader, &["--version".as_ref()])?;
+    let own = first_line(Path::new("/usr/bin/ldd"), &["--version".as_ref()])?;
+    say(STEP, format!("the bundle ran on {machine} (its own C library: {own})"));
+    say(STEP, format!("  the bundle's C library: {libc}"));
+    say(STEP, format!("  the bundle's loader lib/ld-linux-x86-64.so.2: {loader}"));
+
+    // 4: only an sm_90 image: no device here can run the kernel.
+    let gpu_only = work.join("bundle-sm_90");
+    let args = ["offload", "bundle", "--release", "--offload-arch=sm_90", "--out"];
+    x_cargo(cache, &ws, &[&args[..], &[gpu_only.to_str().unwrap()]].concat(), &[])?;
+    let output = start(&gpu_only.join("app"), &[], true)?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let failed = stderr
+        .lines()
+        .any(|l| l.starts_with("error: the offload launch of kernel `") && l.contains("saxpy"));
+    let no_image = "did not run: the runtime has no device 0 (0 devices run the program's \
+                    images: nvptx64-nvidia-cuda sm_90)";
+    if output.status.success() || !failed || !stderr.contains(no_image) {
+        return fail(
+            STEP,
+            format!(
+                "the sm_90-only bundle: expected a failed launch of saxpy and the report \
+                 `{no_image}`; got {:?}\n{stderr}",
+                output.status
+            ),
+        );
+    }
+    say(STEP, "the sm_90-only bundle stops at the launch with the failed-launch line");
+    let _ = fs::remove_dir_all(&fresh);
+    timer.done();
+    Ok(())
+}
+
+fn shell(script: &str) -> Result<()> {
+    let status = Command::new("sh")
+        .args(["-c", script])
+        .status()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot run sh: {e}") })?;
+    if !status.success() {
+        return fail(STEP, format!("`{script}` failed"));
+    }
+    Ok(())
+}
+
+fn quote(path: &Path) -> String {
+    crate::sysroot::shell_quote(&path.to_string_lossy())
+}
+
+fn io(path: &Path, e: std::io::Error) -> Failure {
+    Failure { step: STEP, message: format!("{}: {e}", path.display()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pretty_names_come_from_os_release() {
+        let text = "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n";
+        assert_eq!(pretty_name(text).as_deref(), Some("Debian GNU/Linux 12 (bookworm)"));
+        assert_eq!(pretty_name("PRETTY_NAME=Plain\n").as_deref(), Some("Plain"));
+        assert_eq!(pretty_name("NAME=x\n"), None);
+    }
+}
