@@ -120,7 +120,7 @@ use rustc_middle::ty::{self, Instance, InstanceKind, Ty, TyCtxt};
 use rustc_middle::util::Providers;
 use rustc_session::config::{CrateType, Offload};
 use rustc_session::declare_lint;
-use rustc_span::{Span, sym};
+use rustc_span::{Span, Symbol, sym};
 use rustc_target::spec::{Arch, BinaryFormat, Os};
 use serde_json::{Value, json};
 
@@ -171,8 +171,42 @@ pub(crate) fn compiler_commit() -> String {
     format!("{commit}+fork.{fork}")
 }
 
+/// Whether `def_id` is one of `core::offload`'s launch functions (`launch`,
+/// `launch_on_device`, which `offload!` calls), known by their diagnostic items. Each takes the
+/// kernel's type and the argument tuple's as its first two generic parameters, as the
+/// `offload` intrinsic does, and launches through the intrinsic.
+fn is_launch_function(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
+    ["offload_launch", "offload_launch_on_device"]
+        .iter()
+        .any(|name| tcx.is_diagnostic_item(Symbol::intern(name), def_id))
+}
+
+/// Where a launch at `source_info` is reported: at the outermost call of a `core::offload`
+/// launch function that the MIR inliner inlined into `body` (the user's `offload!` or
+/// `launch`, not the intrinsic call inside `core`), else at the call itself.
+fn launch_span(tcx: TyCtxt<'_>, body: &mir::Body<'_>, source_info: mir::SourceInfo) -> Span {
+    let mut span = source_info.span;
+    let mut scope = Some(source_info.scope);
+    while let Some(current) = scope {
+        let data = &body.source_scopes[current];
+        let inlined =
+            if data.inlined.is_some() { Some(current) } else { data.inlined_parent_scope };
+        let Some(inlined) = inlined else { break };
+        let data = &body.source_scopes[inlined];
+        if let Some((callee, callsite)) = data.inlined
+            && is_launch_function(tcx, callee.def_id())
+        {
+            span = callsite;
+        }
+        scope = data.parent_scope;
+    }
+    span
+}
+
 /// The kernel instances that `body` (the MIR of `instance`) launches, with the launch's span.
-/// A launch of anything but a `#[rustc_offload_kernel]` function is reported.
+/// A launch of anything but a `#[rustc_offload_kernel]` function is reported. A launch through
+/// `core::offload`'s launch functions ([`is_launch_function`]) is checked and reported where
+/// the user's code calls them, not at the intrinsic call inside `core`.
 fn launches_in<'tcx>(
     tcx: TyCtxt<'tcx>,
     instance: Instance<'tcx>,
@@ -180,6 +214,10 @@ fn launches_in<'tcx>(
     out: &mut Vec<(Instance<'tcx>, Span)>,
 ) {
     let typing_env = ty::TypingEnv::fully_monomorphized();
+    // Their launches are checked at their callers.
+    if is_launch_function(tcx, instance.def_id()) {
+        return;
+    }
     for block in body.basic_blocks.iter() {
         let terminator = block.terminator();
         let TerminatorKind::Call { func, .. } = &terminator.kind else { continue };
@@ -189,10 +227,10 @@ fn launches_in<'tcx>(
             ty::EarlyBinder::bind(func.ty(body, tcx)),
         );
         let ty::FnDef(callee, callee_args) = *callee_ty.kind() else { continue };
-        if !tcx.is_intrinsic(callee, sym::offload) {
+        if !tcx.is_intrinsic(callee, sym::offload) && !is_launch_function(tcx, callee) {
             continue;
         }
-        let span = terminator.source_info.span;
+        let span = launch_span(tcx, body, terminator.source_info);
         let launched = callee_args.type_at(0);
         let ty::FnDef(kernel, kernel_args) = *launched.kind() else {
             tcx.dcx().emit_err(OffloadLaunchNotAKernel { span, launched: launched.to_string() });
@@ -382,10 +420,12 @@ declare_lint! {
     /// The runtime maps an argument by the kernel's parameter type: for a mutable one it copies
     /// what the kernel wrote back into the memory that the launch handed over as read-only.
     /// Rustc 1.95 accepted such launches (the two have one ABI), so this is a lint, not an
-    /// error.
+    /// error. It is reported inside `core::offload::offload!` too (an external macro): the
+    /// arguments it names are the user's.
     pub OFFLOAD_SHARED_FOR_MUTABLE,
     Warn,
-    "an offload launch passes a shared pointer where the kernel takes a mutable one"
+    "an offload launch passes a shared pointer where the kernel takes a mutable one",
+    report_in_external_macro
 }
 
 /// How the type of a launch argument stands for the kernel's parameter type.

@@ -228,6 +228,7 @@ pub fn dynamic_shared_memory() -> *mut u8 {
 #[inline]
 #[track_caller]
 #[unstable(feature = "gpu_offload", issue = "none")]
+#[rustc_diagnostic_item = "offload_launch"]
 pub fn launch<F, T: crate::marker::Tuple, R>(
     kernel: F,
     blocks: [u32; 3],
@@ -253,6 +254,7 @@ pub fn launch<F, T: crate::marker::Tuple, R>(
 #[inline]
 #[track_caller]
 #[unstable(feature = "gpu_offload", issue = "none")]
+#[rustc_diagnostic_item = "offload_launch_on_device"]
 pub fn launch_on_device<F, T: crate::marker::Tuple, R>(
     kernel: F,
     blocks: [u32; 3],

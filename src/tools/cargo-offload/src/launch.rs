@@ -33,6 +33,11 @@ pub(crate) const PLAN_VAR: &str = "CARGO_OFFLOAD_RUN_PLAN";
 /// The toolchain's sysroot as the machine sees it, for `--run-plan`.
 pub(crate) const ROOT_VAR: &str = "CARGO_OFFLOAD_ROOT";
 
+/// The folders that `./x.py cargo` binds into the sysroot at their own paths, `:`-separated,
+/// for `--run-plan`: a path under one of them is the same outside; any other path is the
+/// sysroot's own, found under [`ROOT_VAR`].
+pub(crate) const BINDS_VAR: &str = "CARGO_OFFLOAD_BINDS";
+
 /// Whether the user asked for the report of the devices that ran the kernels.
 fn report_wanted() -> bool {
     std::env::var_os("OFFLOAD_REPORT").is_some_and(|v| !v.is_empty() && v != "0")
@@ -56,7 +61,9 @@ fn report_library() -> Result<PathBuf> {
 /// One program to run: what the loader needs, as seen inside the sysroot.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Run {
+    /// The program's path inside the sysroot.
     pub(crate) program: String,
+    /// Its arguments (`cargo offload run|test -- ARGS`).
     pub(crate) args: Vec<String>,
     /// The dynamic loader the program asks for.
     pub(crate) loader: PathBuf,
@@ -78,7 +85,7 @@ const PLAN_MAGIC: &str = "cargo-offload-plan 1";
 impl Plan {
     /// The plan as text: [`PLAN_MAGIC`], then records of fields, each record its field count
     /// on a line, each field its byte length on a line and its bytes and a newline (so that
-    /// arguments may hold any byte but NUL). The first record is the verb; then one per
+    /// arguments may hold any text, newlines included). The first record is the verb; then one per
     /// program: program, loader, the library folders joined by `:`, then its arguments.
     pub(crate) fn encode(&self) -> String {
         let mut out = format!("{PLAN_MAGIC}\n");
@@ -148,7 +155,7 @@ pub(crate) fn libraries(program: &Path) -> Result<Vec<(String, PathBuf)>> {
         .arg(program)
         .env_remove("LD_LIBRARY_PATH")
         .output()
-        .map_err(|e| Failure(format!("cannot run ldd: {e}"), 1))?;
+        .map_err(|e| Failure(format!("cannot run ldd {}: {e}", program.display()), 1))?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() || text.contains("not found") {
         return fail(format!(
@@ -203,7 +210,7 @@ fn loader_and_folders(program: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
     Ok((loader.clone(), folders))
 }
 
-/// 5. `run` runs the one program the host pass built, `test` every test program (stopping at
+/// 4. `run` runs the one program the host pass built, `test` every test program (stopping at
 /// the first that fails), each in place, or, with [`PLAN_VAR`] set, writes them into the plan
 /// for `./x.py` to run on the machine's own OS.
 pub(crate) fn run_programs(verb: &str, programs: &[String], args: &[String]) -> Result<ExitCode> {
@@ -238,9 +245,16 @@ pub(crate) fn run_programs(verb: &str, programs: &[String], args: &[String]) -> 
     run_each(verb, &programs, |program| {
         eprintln!("[cargo offload] running {program}");
         let mut cmd = Command::new(program);
-        cmd.args(args).env_remove("LD_LIBRARY_PATH");
+        cmd.args(args).env_remove("LD_LIBRARY_PATH").env_remove(PLAN_VAR);
         if let Some(report) = &report {
-            cmd.env("LD_PRELOAD", report);
+            // Beside the user's own preloads; unlike `--preload`, the program's children get
+            // it too.
+            let mut preload = report.clone().into_os_string();
+            if let Some(own) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+                preload.push(" ");
+                preload.push(own);
+            }
+            cmd.env("LD_PRELOAD", preload);
         }
         cmd.status().map_err(|e| Failure(format!("cannot run {program}: {e}"), 1))
     })
@@ -291,34 +305,72 @@ pub(crate) fn run_plan(file: &Path) -> Result<ExitCode> {
         return fail(format!("--run-plan needs {ROOT_VAR}: the toolchain's sysroot"));
     };
     let report = if report_wanted() { Some(report_library()?) } else { None };
-    let under_root = |p: &Path| root.join(p.strip_prefix("/").unwrap_or(p));
+    let binds: Vec<PathBuf> = std::env::var_os(BINDS_VAR)
+        .map(|v| std::env::split_paths(&v).filter(|p| p.is_absolute()).collect())
+        .unwrap_or_default();
+    let outside = |p: &Path| outside_path(&root, &binds, p);
     let programs: Vec<String> = plan.runs.iter().map(|r| r.program.clone()).collect();
     let mut runs = plan.runs.iter();
     run_each(&plan.verb, &programs, |program| {
         let run = runs.next().expect("one run per program");
-        // The folders that `./x.py cargo` binds keep their paths; anything else is the
-        // sysroot's own.
-        let path = Path::new(program);
-        let path = if path.exists() { path.to_path_buf() } else { under_root(path) };
+        let path = outside(Path::new(program));
         let folders: Vec<String> =
-            run.library_path.iter().map(|d| under_root(d).display().to_string()).collect();
+            run.library_path.iter().map(|d| outside(d).display().to_string()).collect();
         eprintln!(
             "[cargo offload] running {program} on this machine's own OS (the toolchain's loader \
              and libraries)"
         );
-        let mut cmd = Command::new(under_root(&run.loader));
+        let loader = outside(&run.loader);
+        let mut cmd = Command::new(&loader);
         cmd.arg("--library-path").arg(folders.join(":"));
         if let Some(report) = &report {
             cmd.arg("--preload").arg(report);
         }
         cmd.arg("--argv0").arg(program).arg(&path).args(&run.args);
-        cmd.status().map_err(|e| Failure(format!("cannot run {program}: {e}"), 1))
+        cmd.status().map_err(|e| {
+            Failure(format!("cannot run {program} with the loader {}: {e}", loader.display()), 1)
+        })
     })
+}
+
+/// Where the machine sees `path` of the sysroot: at the same path under a bound folder of
+/// `binds`, else under `root`.
+pub(crate) fn outside_path(root: &Path, binds: &[PathBuf], path: &Path) -> PathBuf {
+    if binds.iter().any(|bound| path.starts_with(bound)) {
+        return path.to_path_buf();
+    }
+    root.join(path.strip_prefix("/").unwrap_or(path))
 }
 
 /// The file that marks a folder as a bundle that `cargo offload bundle` wrote (and may write
 /// again).
 const BUNDLE_MARK: &str = ".cargo-offload-bundle";
+
+/// Fails unless `out` is missing, empty, or a bundle that `cargo offload` wrote with nothing
+/// added: its mark file lists every entry it wrote, and any other entry is the user's.
+fn refuse_foreign_entries(out: &Path) -> Result<()> {
+    let Ok(entries) = fs::read_dir(out) else { return Ok(()) };
+    let names: Vec<String> =
+        entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let Ok(mark) = fs::read_to_string(out.join(BUNDLE_MARK)) else {
+        return fail(format!(
+            "{} exists and is not a bundle of `cargo offload`; give another --out",
+            out.display()
+        ));
+    };
+    let ours: Vec<&str> = mark.lines().collect();
+    if let Some(other) = names.iter().find(|n| !ours.contains(&n.as_str())) {
+        return fail(format!(
+            "{} holds `{other}`, which `cargo offload bundle` did not write; move it away or \
+             give another --out",
+            out.display()
+        ));
+    }
+    Ok(())
+}
 
 /// The start script of the bundled program `name` (`bin/NAME`).
 fn start_script(name: &str) -> String {
@@ -330,6 +382,18 @@ fn start_script(name: &str) -> String {
          # status pass through. A GPU driver comes from the machine (its ld.so.cache).\n\
          # OFFLOAD_REPORT=1: one line per kernel and device says which device and image ran it.\n\
          here=$(dirname \"$(readlink -f \"$0\")\")\n\
+         case \"$here\" in *:* | *\\;*)\n\
+         \x20   echo \"$0: the bundle's folder holds ':' or ';', which the loader's\" \\\n\
+         \x20       \"library path cannot hold: move the bundle\" >&2\n\
+         \x20   exit 127 ;;\n\
+         esac\n\
+         lib=\"$here/lib\"\n\
+         if [ -e \"$lib/libomp.so.5\" ] && ! [ \"$lib/libomp.so\" -ef \"$lib/libomp.so.5\" ]\n\
+         then\n\
+         \x20   echo \"$0: lib/libomp.so must be a link to libomp.so.5 (copy the bundle with\" \\\n\
+         \x20       \"tar, cp -a or rsync -a, which keep links)\" >&2\n\
+         \x20   exit 127\n\
+         fi\n\
          if [ -n \"${{OFFLOAD_REPORT:-}}\" ] && [ \"$OFFLOAD_REPORT\" != 0 ]; then\n\
          \x20   exec \"$here/lib/ld-linux-x86-64.so.2\" --library-path \"$here/lib\" \\\n\
          \x20       --preload \"$here/lib/liboffload_report.so\" --argv0 \"$0\" \\\n\
@@ -349,33 +413,42 @@ pub(crate) fn write_bundle(out: &Path, programs: &[String]) -> Result<()> {
         return fail("the host pass built no program to bundle");
     }
     let io = |path: &Path, e: std::io::Error| Failure(format!("{}: {e}", path.display()), 1);
-    if out.exists() {
-        let empty = fs::read_dir(out).map_err(|e| io(out, e))?.next().is_none();
-        if !empty && !out.join(BUNDLE_MARK).is_file() {
+    let mut names: Vec<String> = Vec::new();
+    for program in programs {
+        let name = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned());
+        let name = name.unwrap_or_default();
+        if ["bin", "lib", BUNDLE_MARK, ""].contains(&name.as_str()) || names.contains(&name) {
             return fail(format!(
-                "{} exists and is not a bundle of `cargo offload`; give another --out",
-                out.display()
+                "cannot bundle {program}: its start script would be `{name}`, which the bundle \
+                 has already (bundle the programs one at a time with `--bin NAME`)"
             ));
         }
-        fs::remove_dir_all(out).map_err(|e| io(out, e))?;
+        names.push(name);
     }
-    let (bin, lib) = (out.join("bin"), out.join("lib"));
-    fs::create_dir_all(&bin).and_then(|()| fs::create_dir_all(&lib)).map_err(|e| io(out, e))?;
-    fs::write(out.join(BUNDLE_MARK), "").map_err(|e| io(out, e))?;
+    refuse_foreign_entries(out)?;
+    // Written beside `out` and moved into place at the end, so that a failed bundle leaves the
+    // earlier one as it was.
+    let staging = out.with_file_name(format!(
+        "{}.cargo-offload-tmp",
+        out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    ));
+    let _ = fs::remove_dir_all(&staging);
+    let (bin, lib) = (staging.join("bin"), staging.join("lib"));
+    fs::create_dir_all(&bin).and_then(|()| fs::create_dir_all(&lib)).map_err(|e| io(&bin, e))?;
+    let mut entries: Vec<String> = vec!["bin".into(), "lib".into(), BUNDLE_MARK.into()];
     let report = report_library()?;
     let mut needed = libraries(&report)?;
     needed.push(("liboffload_report.so".to_string(), report));
-    for program in programs {
+    for (program, name) in programs.iter().zip(&names) {
         let path = Path::new(program);
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        fs::copy(path, bin.join(&name)).map_err(|e| io(path, e))?;
+        fs::copy(path, bin.join(name)).map_err(|e| io(path, e))?;
         needed.extend(libraries(path)?);
-        let script = out.join(&name);
-        fs::write(&script, start_script(&name)).map_err(|e| io(&script, e))?;
+        let script = staging.join(name);
+        fs::write(&script, start_script(name)).map_err(|e| io(&script, e))?;
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&script, fs::Permissions::from_mode(0o755))
             .map_err(|e| io(&script, e))?;
-        eprintln!("[cargo offload] bundled {name}: start it with {}", script.display());
+        entries.push(name.clone());
     }
     for (name, path) in &needed {
         let to = lib.join(name);
@@ -386,11 +459,20 @@ pub(crate) fn write_bundle(out: &Path, programs: &[String]) -> Result<()> {
     if !lib.join("ld-linux-x86-64.so.2").is_file() {
         return fail("ldd named no dynamic loader `ld-linux-x86-64.so.2` for the programs");
     }
+    fs::write(staging.join(BUNDLE_MARK), entries.join("\n") + "\n").map_err(|e| io(&staging, e))?;
     // The runtime opens `libomp` a second time by the name `libomp.so` (OMPT): a link, since
     // the loader tells libraries apart by file, and a second copy aborts ("OMP: Error #15").
     if lib.join("libomp.so.5").is_file() {
         std::os::unix::fs::symlink("libomp.so.5", lib.join("libomp.so"))
             .map_err(|e| io(&lib, e))?;
+    }
+    if out.exists() {
+        fs::remove_dir_all(out).map_err(|e| io(out, e))?;
+    }
+    fs::rename(&staging, out).map_err(|e| io(out, e))?;
+    let (bin, lib) = (out.join("bin"), out.join("lib"));
+    for name in &names {
+        eprintln!("[cargo offload] bundled {name}: start it with {}", out.join(name).display());
     }
     let bytes: u64 = [&bin, &lib]
         .iter()
@@ -444,6 +526,17 @@ mod tests {
         assert_eq!(Plan::decode(&plan.encode()), Some(plan));
         assert_eq!(Plan::decode("cargo-offload-plan 1\n1\n99\nrun\n"), None, "a short field");
         assert_eq!(Plan::decode("something else"), None);
+    }
+
+    #[test]
+    fn sysroot_paths_map_outside_unless_bound() {
+        let (root, binds) = (Path::new("/c/sysroot"), [PathBuf::from("/w"), PathBuf::from("/tmp")]);
+        assert_eq!(outside_path(root, &binds, Path::new("/w/t/app")), PathBuf::from("/w/t/app"));
+        assert_eq!(
+            outside_path(root, &binds, Path::new("/usr/lib/llvm-22/lib")),
+            PathBuf::from("/c/sysroot/usr/lib/llvm-22/lib")
+        );
+        assert_eq!(outside_path(root, &binds, Path::new("/wx")), PathBuf::from("/c/sysroot/wx"));
     }
 
     #[test]

@@ -91,7 +91,10 @@ fn cargo_command(cargo: &OsString, verb: &str) -> Command {
         .env_remove("RUSTC_WRAPPER")
         .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET");
+        .env_remove("CARGO_BUILD_TARGET")
+        // Only this `cargo offload` writes the plan: a nested one (in a build script or a test)
+        // runs its programs itself.
+        .env_remove(crate::launch::PLAN_VAR);
     cmd
 }
 

@@ -2,9 +2,10 @@
 //! scripts of `cargo offload bundle` load this library into the program (the dynamic loader's
 //! `--preload`), and the program prints one line on standard error for each kernel and device
 //! the first time it launches the kernel there: which device ran it and from which of the
-//! program's device images, or that the launch failed. Nothing else changes: each call goes
-//! on to LLVM's offload runtime unchanged, and without `OFFLOAD_REPORT` the library is not
-//! loaded at all.
+//! program's device images, or that the launch failed. Each call goes on to LLVM's offload
+//! runtime unchanged; being an OMPT tool turns on `libomp`'s tool callbacks (a small cost per
+//! OpenMP event), and replaces a tool the program brings. Without `OFFLOAD_REPORT` the library
+//! is not loaded at all.
 //!
 //! ```text
 //! [offload report] kernel `K` ran on device 0 (generic-64bit, uid x86_64-0) from image 1 of 2
@@ -33,7 +34,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
 
-/// `__tgt_offload_entry` as LLVM 22's runtime reads it (72 bytes).
+/// `__tgt_offload_entry` as LLVM 22's runtime reads it (56 bytes).
 #[repr(C)]
 pub struct OffloadEntry {
     reserved: u64,
@@ -66,9 +67,16 @@ pub struct BinDesc {
     host_entries_end: *const OffloadEntry,
 }
 
+// The layouts above are LLVM 22's (`llvm/Frontend/Offloading/Utility.h`, `omptarget.h`).
+const _: () = assert!(
+    size_of::<OffloadEntry>() == 56 && size_of::<DeviceImage>() == 32 && size_of::<BinDesc>() == 32
+);
+
 /// One registered image: its bytes in the program's memory and what its offload-binary header
 /// names.
 struct Image {
+    /// The registration (`__tgt_register_lib` call) it came with, counted from 0.
+    registration: usize,
     start: usize,
     end: usize,
     /// `triple` and, for a GPU, ` arch` (`nvptx64-nvidia-cuda sm_90`); `?` when the image is
@@ -77,11 +85,15 @@ struct Image {
 }
 
 /// What the library knows; one lock, taken only at registration, device events and a kernel's
-/// launches.
+/// launches. The runtime calls the OMPT callbacks with its own locks held (a device's
+/// initialization, an image's load), and the loader calls a registration with its lock held:
+/// so no code calls into the runtime or the loader while holding this lock.
 struct State {
+    /// How many registrations there were.
+    registrations: usize,
     images: Vec<Image>,
-    /// Kernel host handle -> kernel symbol.
-    kernels: BTreeMap<usize, String>,
+    /// Kernel host handle -> kernel symbol and its registration.
+    kernels: BTreeMap<usize, (String, usize)>,
     /// Device number -> device type, from OMPT's `device_initialize`.
     device_types: BTreeMap<i32, String>,
     /// Device number -> host addresses of the images loaded there, from OMPT's `device_load`.
@@ -91,6 +103,7 @@ struct State {
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
+    registrations: 0,
     images: Vec::new(),
     kernels: BTreeMap::new(),
     device_types: BTreeMap::new(),
@@ -250,31 +263,44 @@ pub unsafe extern "C" fn __tgt_register_lib(desc: *const BinDesc) {
 /// # Safety
 /// As [`__tgt_register_lib`].
 unsafe fn record(desc: &BinDesc) {
-    let mut state = state();
+    // Read before locking: `enclosing_binary` asks the loader (see `State`).
+    let mut images = Vec::new();
     for i in 0..usize::try_from(desc.num_device_images).unwrap_or(0) {
         // SAFETY: `device_images` has `num_device_images` elements.
         let image = unsafe { &*desc.device_images.add(i) };
         let (start, end) = (image.image_start as usize, image.image_end as usize);
         let what = enclosing_binary(start, end).unwrap_or_else(|| "?".to_string());
-        state.images.push(Image { start, end, what });
+        images.push((start, end, what));
     }
+    let mut kernels = Vec::new();
     let mut entry = desc.host_entries_begin;
     while !entry.is_null() && entry < desc.host_entries_end {
         // SAFETY: the host entries lie between their begin and end.
         let e = unsafe { &*entry };
-        state.kernels.insert(e.address as usize, string(e.symbol_name));
+        kernels.push((e.address as usize, string(e.symbol_name)));
         // SAFETY: still within the same array (or one past its end).
         entry = unsafe { entry.add(1) };
+    }
+    let mut state = state();
+    let registration = state.registrations;
+    state.registrations += 1;
+    for (start, end, what) in images {
+        state.images.push(Image { registration, start, end, what });
+    }
+    for (handle, name) in kernels {
+        state.kernels.insert(handle, (name, registration));
     }
 }
 
 /// What the offload binary around the image at `start..end` is for (`triple arch`). LLVM's
 /// offload wrapper embeds each whole offload binary (header, string table, image; 8-byte
 /// aligned) and registers only the image inside it, so the header lies before `start`: the
-/// nearest 8-byte-aligned magic below `start` whose entry places its image exactly at
-/// `start..end`. The search stays within the loaded segment that holds the image (found with
+/// nearest 8-byte-aligned magic below `start`, taken only if its entry places its image exactly
+/// at `start..end`. The search stays within the loaded segment that holds the image (found with
 /// `dl_iterate_phdr`), so it reads only mapped memory.
 fn enclosing_binary(start: usize, end: usize) -> Option<String> {
+    // An offload binary's header and string table take a few hundred bytes: 64 KiB bounds the
+    // search where the layout is not the wrapper's.
     let lowest = segment_start(start)?.max(start.saturating_sub(1 << 16));
     let mut at = (start & !7).checked_sub(8)?;
     while at >= lowest {
@@ -282,7 +308,8 @@ fn enclosing_binary(start: usize, end: usize) -> Option<String> {
         let head = unsafe { std::slice::from_raw_parts(at as *const u8, 4) };
         if head == [0x10, 0xFF, 0x10, 0xAD] {
             // SAFETY: from the header to the image's end is one mapped segment.
-            let bytes = unsafe { std::slice::from_raw_parts(at as *const u8, end - at) };
+            let bytes =
+                unsafe { std::slice::from_raw_parts(at as *const u8, end.checked_sub(at)?) };
             let (offset, size) = offload_binary_image(bytes)?;
             if at + offset == start && offset + size == end - at {
                 return offload_binary_target(bytes);
@@ -402,25 +429,36 @@ fn device_uid(device: i64) -> String {
     string(unsafe { f(device) })
 }
 
+/// Prints the report line of the first launch of the kernel with host handle `kernel` on
+/// `device`; nothing for later launches.
 fn report(kernel: usize, device: i64, launched: bool) {
-    let mut state = state();
-    if !state.reported.insert((kernel, device)) {
+    if !state().reported.insert((kernel, device)) {
         return;
     }
-    let name = state.kernels.get(&kernel).cloned().unwrap_or_else(|| format!("{kernel:#x}"));
+    // Asked without the lock (see `State`).
+    let uid = device_uid(device);
+    let devices = runtime_int(c"omp_get_num_devices");
+    let state = state();
+    let (name, registration) = match state.kernels.get(&kernel) {
+        Some((name, registration)) => (name.clone(), Some(*registration)),
+        None => (format!("{kernel:#x}"), None),
+    };
     let device_type = i32::try_from(device)
         .ok()
         .and_then(|d| state.device_types.get(&d).cloned())
         .unwrap_or_else(|| "?".to_string());
+    // The images of the kernel's own registration (a program and a library it loads register
+    // theirs apart), numbered within it.
+    let images: Vec<&Image> =
+        state.images.iter().filter(|i| registration.is_none_or(|r| i.registration == r)).collect();
     let loaded = i32::try_from(device).ok().and_then(|d| state.loaded.get(&d));
     let image = loaded.into_iter().flatten().find_map(|address| {
-        let number = state.images.iter().position(|i| (i.start..i.end).contains(address))?;
-        Some((number + 1, state.images.len(), state.images[number].what.as_str()))
+        let number = images.iter().position(|i| (i.start..i.end).contains(address))?;
+        Some((number + 1, images.len(), images[number].what.as_str()))
     });
-    let images: Vec<&str> = state.images.iter().map(|i| i.what.as_str()).collect();
-    let uid = device_uid(device);
-    let devices = runtime_int(c"omp_get_num_devices");
-    let line = report_line(&name, (device, devices), &device_type, &uid, launched, image, &images);
+    let targets: Vec<&str> = images.iter().map(|i| i.what.as_str()).collect();
+    let line = report_line(&name, (device, devices), &device_type, &uid, launched, image, &targets);
+    drop(state);
     eprintln!("{line}");
 }
 
@@ -450,6 +488,8 @@ unsafe impl Sync for StartToolResult {}
 const DEVICE_INITIALIZE: c_int = 12;
 const DEVICE_LOAD: c_int = 14;
 
+// The runtime receives `&TOOL.tool_data` as a writable `ompt_data_t *` but, as this tool asks,
+// never writes it: `TOOL` may stay read-only.
 static TOOL: StartToolResult =
     StartToolResult { initialize, finalize, tool_data: OmptData { value: 0 } };
 
@@ -462,6 +502,8 @@ pub extern "C" fn ompt_start_tool(
     &TOOL
 }
 
+/// OMPT's `initialize`: registers [`device_initialize`] and [`device_load`]. Returns 1 (the
+/// tool stays active).
 unsafe extern "C" fn initialize(lookup: Lookup, _device: c_int, _data: *mut OmptData) -> c_int {
     // SAFETY: the runtime's lookup takes a NUL-terminated entry point name.
     let set = unsafe { lookup(c"ompt_set_callback".as_ptr()) };
@@ -479,8 +521,11 @@ unsafe extern "C" fn initialize(lookup: Lookup, _device: c_int, _data: *mut Ompt
     1
 }
 
+/// OMPT's `finalize`: nothing to release.
 unsafe extern "C" fn finalize(_data: *mut OmptData) {}
 
+/// OMPT's `device_initialize`: records the device's type. Called with the runtime's device
+/// lock held.
 unsafe extern "C" fn device_initialize(
     device: c_int,
     device_type: *const c_char,
@@ -491,6 +536,8 @@ unsafe extern "C" fn device_initialize(
     state().device_types.insert(device, string(device_type));
 }
 
+/// OMPT's `device_load`: records the host address of the image loaded on the device. Called
+/// with the runtime's device lock held.
 unsafe extern "C" fn device_load(
     device: c_int,
     _filename: *const c_char,

@@ -433,9 +433,13 @@ pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<Exi
             .status()
             .map_err(|e| Failure { step: "RUN", message: format!("cannot start unshare: {e}") })?;
         return match plan.take() {
-            Some(plan) if status.success() => run_plan(cache, &plan)
-                .status()
-                .map_err(|e| Failure { step: "RUN", message: format!("cannot run the plan: {e}") }),
+            Some(plan) if status.success() => run_plan(cache, plan).status().map_err(|e| Failure {
+                step: "RUN",
+                message: format!(
+                    "cannot run {}: {e}",
+                    offload_tools_bin(cache).join("cargo-offload").display()
+                ),
+            }),
             _ => Ok(status),
         };
     }
@@ -450,13 +454,14 @@ pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<Exi
 }
 
 /// The file into which `cargo offload run|test` inside the sysroot writes the programs to run
-/// (`CARGO_OFFLOAD_RUN_PLAN`), removed when dropped; [`PlanFile::take`] gives it once written.
-pub struct PlanFile(PathBuf);
+/// (`CARGO_OFFLOAD_RUN_PLAN`), removed when dropped, with the folders that the sysroot saw at
+/// their own paths; [`PlanFile::take`] gives it once written.
+pub struct PlanFile(PathBuf, Vec<PathBuf>);
 
 impl PlanFile {
-    /// The plan's path if `cargo offload` wrote one.
-    pub fn take(&self) -> Option<PathBuf> {
-        self.0.is_file().then(|| self.0.clone())
+    /// The plan if `cargo offload` wrote one.
+    pub fn take(&self) -> Option<&PlanFile> {
+        self.0.is_file().then_some(self)
     }
 }
 
@@ -482,10 +487,10 @@ pub fn cargo_with_plan(
     // One per process and call, so that two `./x.py cargo` at once keep theirs apart.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let plan = PlanFile(plans.join(format!("{}-{call}", std::process::id())));
-    let _ = fs::remove_file(&plan.0);
+    let plan_path = plans.join(format!("{}-{call}", std::process::id()));
+    let _ = fs::remove_file(&plan_path);
     let mut enter =
-        toolchain(cache, cwd, "cargo").args(args).env("CARGO_OFFLOAD_RUN_PLAN", &plan.0);
+        toolchain(cache, cwd, "cargo").args(args).env("CARGO_OFFLOAD_RUN_PLAN", &plan_path);
     enter.program = stage0_toolchain().join("bin/cargo").into();
     // cargo 1.95.0 is a stable build: `-Zbuild-std` and friends need this.
     if std::env::var_os("RUSTC_BOOTSTRAP").is_none() {
@@ -494,15 +499,20 @@ pub fn cargo_with_plan(
     for (key, value) in env {
         enter = enter.env(key, value.clone());
     }
-    Ok((enter.command(cache)?, plan))
+    let mut binds: Vec<PathBuf> = enter.bound_dirs(cache).into_iter().map(|(d, _)| d).collect();
+    binds.push(PathBuf::from("/tmp"));
+    Ok((enter.command(cache)?, PlanFile(plan_path, binds)))
 }
 
 /// `cargo-offload --run-plan PLAN` on this machine's own OS, with the caller's environment:
 /// it runs the programs of `cargo offload run|test` with the sysroot's loader and libraries
 /// (see `src/tools/cargo-offload/src/launch.rs`).
-pub fn run_plan(cache: &Cache, plan: &Path) -> Command {
+pub fn run_plan(cache: &Cache, plan: &PlanFile) -> Command {
     let mut cmd = Command::new(offload_tools_bin(cache).join("cargo-offload"));
-    cmd.arg("--run-plan").arg(plan).env("CARGO_OFFLOAD_ROOT", cache.sysroot());
+    cmd.arg("--run-plan")
+        .arg(&plan.0)
+        .env("CARGO_OFFLOAD_ROOT", cache.sysroot())
+        .env("CARGO_OFFLOAD_BINDS", std::env::join_paths(&plan.1).unwrap_or_default());
     cmd
 }
 

@@ -92,6 +92,10 @@ pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
         );
     }
     timer.done();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for line in stderr.lines().filter(|l| l.starts_with("[cargo offload] bundle ")) {
+        say(STEP, line);
+    }
     fs::write(bundle.join("run.sh"), RUN_SH).map_err(|e| io(&bundle, e))?;
 
     let timer = Timer::start(STEP, "compress the bundle (xz -9)");

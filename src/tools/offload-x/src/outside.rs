@@ -2,8 +2,9 @@
 //! toolchain's sysroot.
 //!
 //! The program (`src/tools/offload-x/outside`: a saxpy kernel over a grid, with slices)
-//! prints the `PRETTY_NAME` of the `/etc/os-release` it sees, so each run shows where it ran:
-//! this machine's own OS (Debian 12 here), not the sysroot's (Debian 13). Checked:
+//! prints the `PRETTY_NAME` of the `/etc/os-release` it sees and the device and inode of its
+//! `/`, so each run shows where it ran: on this machine's own OS (Debian 12 here), not in the
+//! sysroot (Debian 13). Checked:
 //! 1. `cargo offload run --release --offload-arch=host,sm_90` (as `./x.py cargo` runs it: the
 //!    program starts after leaving the sysroot, with the toolchain's loader and libraries)
 //!    gives the right results on the CPU device, and its exit status passes through;
@@ -11,8 +12,8 @@
 //!    kernel;
 //! 3. `cargo offload bundle` of the same program, copied to a fresh folder and started from an
 //!    empty one with an empty environment apart from `PATH`, gives the same results, passes
-//!    arguments and the exit status, and reports the device; the glibc and loader it carries
-//!    are printed beside the machine's;
+//!    arguments and the exit status, reports the device, and loads every library from the
+//!    bundle (`ld.so --list`); the glibc and loader it carries are printed beside the machine's;
 //! 4. a bundle with only an `sm_90` image stops at the launch with the failed-launch line, and
 //!    its report says that no device runs the program's images.
 
@@ -50,11 +51,12 @@ fn x_cargo(cache: &Cache, ws: &Path, args: &[&str], env: &[(&str, &str)]) -> Res
         );
     }
     let Some(plan) = plan.take() else { return Ok(built) };
-    let mut run = run_plan(cache, &plan);
+    let mut run = run_plan(cache, plan);
     for (key, value) in env {
         run.env(key, value);
     }
-    run.output().map_err(|e| Failure { step: STEP, message: format!("cannot run the plan: {e}") })
+    run.output()
+        .map_err(|e| Failure { step: STEP, message: format!("cargo-offload --run-plan: {e}") })
 }
 
 /// Fails unless `output` exited with `status` and its stdout holds every line of `stdout` and
@@ -94,15 +96,32 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
     let (Some(machine), Some(sysroot)) = (machine, pretty_name(&sysroot)) else {
         return fail(STEP, "no PRETTY_NAME in /etc/os-release of the machine or the sysroot");
     };
-    if machine == sysroot {
-        return fail(STEP, format!("the machine and the sysroot are both {machine}"));
-    }
     let os_line = format!("os: {machine}");
+    // The root folder tells the machine from the sysroot even where both run one release.
+    let (own_root, sysroot_root) =
+        (root_identity(Path::new("/"))?, root_identity(&cache.sysroot())?);
+    if own_root == sysroot_root {
+        return fail(STEP, "the machine's root folder is the sysroot's");
+    }
+    let root_line = format!("root: {own_root}");
+    say(
+        STEP,
+        format!(
+            "this machine: {machine}, root {own_root}; the sysroot: {sysroot}, root {sysroot_root}"
+        ),
+    );
 
     let work = cache.root.join("outside-test");
     let ws = work.join("ws");
     fs::create_dir_all(&ws).map_err(|e| io(&ws, e))?;
-    // Copied over the last run's copy, so that its target folder is kept.
+    // The last run's copy goes, but for its target folder (so that cargo rebuilds only what
+    // changed).
+    for entry in fs::read_dir(&ws).map_err(|e| io(&ws, e))?.flatten() {
+        if entry.file_name() != "target" {
+            let path = entry.path();
+            let _ = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
+        }
+    }
     shell(&format!(
         "cp -a {}/. {}/",
         quote(&project.join("src/tools/offload-x/outside")),
@@ -113,23 +132,29 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
     let archs = "--offload-arch=host,sm_90";
     let run = ["offload", "run", "--release", archs, "--", "1000", "7"];
     let output = x_cargo(cache, &ws, &run, &[])?;
-    expect("cargo offload run", &output, 7, &[&os_line, "saxpy over 1000 elements: ok"], &[])?;
+    let ok_1000 = "saxpy over 1000 elements: ok";
+    expect("cargo offload run", &output, 7, &[&os_line, &root_line, ok_1000], &[])?;
     if String::from_utf8_lossy(&output.stderr).contains("[offload report]") {
         return fail(STEP, "cargo offload run reported devices without OFFLOAD_REPORT");
     }
     let output = x_cargo(cache, &ws, &run[..6], &[("OFFLOAD_REPORT", "1")])?;
     let ran_on_cpu = "ran on device 0 (generic-64bit, uid x86_64-0) from image 1 of 2 \
                       (x86_64-unknown-linux-gnu)";
-    expect("OFFLOAD_REPORT=1 cargo offload run", &output, 0, &[&os_line], &[ran_on_cpu])?;
+    expect("OFFLOAD_REPORT=1 cargo offload run", &output, 0, &[&root_line], &[ran_on_cpu])?;
     say(STEP, format!("cargo offload run: `{os_line}`, results right, exit status 7 passed"));
 
     // 3: a bundle, from a fresh folder, with an empty environment but PATH.
     let bundle = work.join("bundle");
+    // The test's own folders: each run writes its bundles anew.
+    for old in [&bundle, &work.join("bundle-sm_90")] {
+        let _ = fs::remove_dir_all(old);
+    }
     let args = ["offload", "bundle", "--release", archs, "--out"];
     x_cargo(cache, &ws, &[&args[..], &[bundle.to_str().unwrap()]].concat(), &[])?;
-    let fresh = std::env::temp_dir().join(format!("offload-outside-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&fresh);
-    fs::create_dir_all(fresh.join("empty")).map_err(|e| io(&fresh, e))?;
+    let fresh = Fresh(std::env::temp_dir().join(format!("offload-outside-{}", std::process::id())));
+    let fresh = &fresh.0;
+    let _ = fs::remove_dir_all(fresh);
+    fs::create_dir_all(fresh.join("empty")).map_err(|e| io(fresh, e))?;
     shell(&format!("cp -a {} {}", quote(&bundle), quote(&fresh.join("bundle"))))?;
     let start = |program: &Path, args: &[&str], report: bool| -> Result<Output> {
         let mut cmd = Command::new(program);
@@ -142,9 +167,9 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
     };
     let app = fresh.join("bundle/app");
     let output = start(&app, &["2000", "5"], false)?;
-    expect("the bundle", &output, 5, &[&os_line, "saxpy over 2000 elements: ok"], &[])?;
+    expect("the bundle", &output, 5, &[&os_line, &root_line, "saxpy over 2000 elements: ok"], &[])?;
     let output = start(&app, &[], true)?;
-    expect("OFFLOAD_REPORT=1 with the bundle", &output, 0, &[&os_line], &[ran_on_cpu])?;
+    expect("OFFLOAD_REPORT=1 with the bundle", &output, 0, &[&root_line], &[ran_on_cpu])?;
     let first_line = |program: &Path, args: &[&OsStr]| -> Result<String> {
         let output = Command::new(program)
             .args(args)
@@ -161,6 +186,17 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
         &loader,
         &["--library-path".as_ref(), lib.as_os_str(), lib.join("libc.so.6").as_os_str()],
     )?;
+    // Every library the program loads is the bundle's.
+    let list = Command::new(&loader)
+        .args(["--library-path".as_ref(), lib.as_os_str(), "--list".as_ref()])
+        .arg(fresh.join("bundle/bin/app"))
+        .output()
+        .map_err(|e| io(&loader, e))?;
+    let list = String::from_utf8_lossy(&list.stdout).into_owned();
+    let resolved: Vec<&str> = list.lines().filter_map(|l| l.split(" => ").nth(1)).collect();
+    if resolved.len() < 5 || resolved.iter().any(|path| !Path::new(path).starts_with(&lib)) {
+        return fail(STEP, format!("the bundle's program loads libraries from elsewhere:\n{list}"));
+    }
     let loader = first_line(&loader, &["--version".as_ref()])?;
     let own = first_line(Path::new("/usr/bin/ldd"), &["--version".as_ref()])?;
     say(STEP, format!("the bundle ran on {machine} (its own C library: {own})"));
@@ -189,9 +225,24 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
         );
     }
     say(STEP, "the sm_90-only bundle stops at the launch with the failed-launch line");
-    let _ = fs::remove_dir_all(&fresh);
     timer.done();
     Ok(())
+}
+
+/// The fresh folder of the bundle's copy, removed however the check ends.
+struct Fresh(PathBuf);
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `DEV:INODE` of the folder `path`.
+fn root_identity(path: &Path) -> Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::metadata(path).map_err(|e| io(path, e))?;
+    Ok(format!("{}:{}", meta.dev(), meta.ino()))
 }
 
 fn shell(script: &str) -> Result<()> {

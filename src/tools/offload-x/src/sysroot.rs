@@ -194,6 +194,35 @@ impl Enter {
         self
     }
 
+    /// The folders bound into the sysroot at their own paths, each with whether it is
+    /// read-only, parents before children: the cache, the stage-0 toolchain (read-only) and the
+    /// caller's folders; `/tmp` is bound too, whole.
+    pub fn bound_dirs(&self, cache: &Cache) -> Vec<(PathBuf, bool)> {
+        // Exact binds: the cache and the stage-0 toolchain (read-only).
+        let mut binds: Vec<(PathBuf, bool)> =
+            vec![(cache.root.clone(), false), (stage0_toolchain(), true)];
+        for dir in &self.binds {
+            if dir == &cache.root {
+                continue;
+            }
+            // Bind a caller's directory from its top-level folder down, so that relative
+            // paths that climb out of it (`../x`) still resolve; system folders of the sysroot
+            // are never shadowed, only the directory itself is bound there.
+            let top = dir.components().nth(1).map(|c| PathBuf::from("/").join(c));
+            let Some(top) = top else { continue };
+            let top_name = top.to_string_lossy().trim_start_matches('/').to_string();
+            if top_name == "tmp" {
+                continue; // all of /tmp is bound already
+            }
+            let target = if SYSTEM_DIRS.contains(&top_name.as_str()) { dir.clone() } else { top };
+            binds.push((target, false));
+        }
+        // Parents before children, so that a later bind is not hidden by an earlier one.
+        binds.sort_by_key(|(d, _)| d.components().count());
+        binds.dedup_by(|a, b| a.0 == b.0);
+        binds
+    }
+
     /// The `unshare` command that runs this inside `cache`'s sysroot.
     pub fn command(&self, cache: &Cache) -> Result<Command> {
         let root = cache.sysroot();
@@ -217,34 +246,12 @@ impl Enter {
                 let _ = fs::write(&inside, &bundle);
             }
         }
-        let stage0 = stage0_toolchain();
         let mut script = String::from("set -e\nR=\"$1\"; shift\n");
         for special in ["proc", "dev", "sys"] {
             script.push_str(&format!("mount --rbind /{special} \"$R/{special}\"\n"));
         }
         script.push_str("mount --rbind /tmp \"$R/tmp\"\n");
-        // Exact binds: the cache and the stage-0 toolchain (read-only).
-        let mut binds: Vec<(PathBuf, bool)> = vec![(cache.root.clone(), false), (stage0, true)];
-        for dir in &self.binds {
-            if dir == &cache.root {
-                continue;
-            }
-            // Bind a caller's directory from its top-level folder down, so that relative
-            // paths that climb out of it (`../x`) still resolve; system folders of the sysroot
-            // are never shadowed, only the directory itself is bound there.
-            let top = dir.components().nth(1).map(|c| PathBuf::from("/").join(c));
-            let Some(top) = top else { continue };
-            let top_name = top.to_string_lossy().trim_start_matches('/').to_string();
-            if top_name == "tmp" {
-                continue; // all of /tmp is bound already
-            }
-            let target = if SYSTEM_DIRS.contains(&top_name.as_str()) { dir.clone() } else { top };
-            binds.push((target, false));
-        }
-        // Parents before children, so that a later bind is not hidden by an earlier one.
-        binds.sort_by_key(|(d, _)| d.components().count());
-        binds.dedup_by(|a, b| a.0 == b.0);
-        for (dir, read_only) in &binds {
+        for (dir, read_only) in &self.bound_dirs(cache) {
             let d = shell_quote(&dir.to_string_lossy());
             script.push_str(&format!("mkdir -p \"$R\"{d}\nmount --bind {d} \"$R\"{d}\n"));
             if *read_only {
