@@ -14,6 +14,8 @@
 //!   field (a block sum in dynamic block-shared memory, `dyn_cache`, `device = 0`), and
 //!   launches with the fields in another order and with `kernel` and `args` alone; a launch
 //!   on device 99, which the machine lacks, panics naming the kernel and the number;
+//!   `core::intrinsics::offload_get_num_devices()` counts the CPU device's four devices (a
+//!   launch on the last one runs) and 0 in a program that launches no kernel;
 //! - data kept on the device: 100 launches over one 8 MB buffer copy it in and out 100 times
 //!   each, and once each under a `PreloadMut` (counted in the runtime's `LIBOMPTARGET_INFO`
 //!   lines); `offload_sync` brings the results back while the buffer stays.
@@ -33,7 +35,7 @@ mod cargo;
 mod helpers;
 
 use cargo::{cargo_offload, copy_dir, ptx_kernels, reports};
-use run_make_support::{cmd, cwd, rfs};
+use run_make_support::{cmd, cwd, rfs, rustc};
 
 /// The program's checksum of a saxpy over `n` elements, computed here on its own.
 fn saxpy_checksum(n: usize) -> u64 {
@@ -87,6 +89,22 @@ fn main() {
     let expected =
         "the offload launch of kernel `kern::fill<u16>` asks for device 99, but this machine has ";
     assert!(stderr.contains(expected), "{stderr}");
+
+    // `core::intrinsics::offload_get_num_devices()`: the CPU device of LLVM's host plugin
+    // counts as four devices, and a launch on the last one runs.
+    let run = cmd(&exe).arg("devices").run();
+    let stdout = run.stdout_utf8();
+    assert!(stdout.lines().any(|l| l == "devices: 4"), "{stdout}");
+    assert_eq!(reports(&stdout)["last_device"].0, 0, "the launch on the last device:\n{stdout}");
+    // A program that launches no kernel does not link the runtime: 0 devices, no link error.
+    rfs::write(
+        "no_kernels.rs",
+        "#![feature(core_intrinsics)]\n#![allow(internal_features)]\n\
+         fn main() { println!(\"devices: {}\", core::intrinsics::offload_get_num_devices()); }\n",
+    );
+    rustc().input("no_kernels.rs").edition("2024").run();
+    let run = cmd(cwd().join("no_kernels")).run();
+    assert_eq!(run.stdout_utf8(), "devices: 0\n");
 
     // 100 launches over one 8 MB buffer: mapped by each launch, 100 copies in and 100 out;
     // kept on the device by a `PreloadMut` (and a launch over an empty sub-slice of it, which

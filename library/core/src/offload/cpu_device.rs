@@ -173,6 +173,9 @@ static PREVIOUS_ACTIONS: PreviousActions = PreviousActions(crate::cell::UnsafeCe
     [SigAction { handler: 0, mask: [0; 16], flags: 0, restorer: 0 }; 4],
 ));
 static HANDLERS_INSTALLED: AtomicBool = AtomicBool::new(false);
+/// Whether a work item has named itself already: when several workers trap at once (every
+/// work item of a bad launch may), the program prints one line, the first's.
+static WORK_ITEM_NAMED: AtomicBool = AtomicBool::new(false);
 
 /// A line of at most 512 bytes, built without allocating (in a signal handler).
 struct Line {
@@ -189,12 +192,14 @@ impl Write for Line {
     }
 }
 
-/// Names the work item that the signal ended, if the calling thread runs one; then gives the
-/// signal the action that was installed before ours (the default action ends the program by
-/// the signal; a crash reporter's handler gets it with its own flags) and raises it again.
+/// Names the work item that the signal ended, if the calling thread runs one and no other work
+/// item was named before; then gives the signal the action that was installed before ours (the
+/// default action ends the program by the signal; a crash reporter's handler gets it with its
+/// own flags) and raises it again.
 extern "C" fn on_fatal_signal(signum: c_int) {
     let kernel = RUNNING_KERNEL.get();
-    if !kernel.is_null() {
+    // A lock-free swap: async-signal-safe.
+    if !kernel.is_null() && !WORK_ITEM_NAMED.swap(true, Ordering::AcqRel) {
         // SAFETY: the kernel's entry passed its symbol, a NUL-terminated constant.
         let kernel = unsafe { CStr::from_ptr(kernel) }.to_str().unwrap_or("?");
         let (block, [tx, ty, tz]) = (BLOCK.get(), THREAD_IDX.get());

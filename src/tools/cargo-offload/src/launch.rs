@@ -129,6 +129,11 @@ impl Plan {
         }
         let mut records = records.into_iter();
         let verb = records.next()?.into_iter().next()?;
+        // `run` runs one program, `test` one or more.
+        let count = records.len();
+        if !(verb == "run" && count == 1 || verb == "test" && count > 0) {
+            return None;
+        }
         let runs = records
             .map(|fields| {
                 let mut fields = fields.into_iter();
@@ -301,8 +306,9 @@ pub(crate) fn run_plan(file: &Path) -> Result<ExitCode> {
     let Some(plan) = Plan::decode(&text) else {
         return fail(format!("{} is not a run plan of this cargo-offload", file.display()));
     };
-    let Some(root) = std::env::var_os(ROOT_VAR).map(PathBuf::from) else {
-        return fail(format!("--run-plan needs {ROOT_VAR}: the toolchain's sysroot"));
+    let Some(root) = std::env::var_os(ROOT_VAR).map(PathBuf::from).filter(|r| r.is_absolute())
+    else {
+        return fail(format!("--run-plan needs {ROOT_VAR}: the toolchain's sysroot, absolute"));
     };
     let report = if report_wanted() { Some(report_library()?) } else { None };
     let binds: Vec<PathBuf> = std::env::var_os(BINDS_VAR)
@@ -346,13 +352,70 @@ pub(crate) fn outside_path(root: &Path, binds: &[PathBuf], path: &Path) -> PathB
 /// again).
 const BUNDLE_MARK: &str = ".cargo-offload-bundle";
 
+/// The bundle's folder for `--out DIR` (or the default), checked before anything is built:
+/// its absolute path, without `.` and `..` (so that the folder written beside it is beside
+/// it). Fails when the path holds `:` or `;` (the start scripts give the loader `DIR/lib` in a
+/// list that they separate), when, under `./x.py cargo`, it is not in a folder that the
+/// machine sees at the same path ([`BINDS_VAR`]), when it is not a folder, or when it holds
+/// anything that `cargo offload bundle` did not write ([`refuse_foreign_entries`]).
+pub(crate) fn bundle_folder(out: &Path) -> Result<PathBuf> {
+    let absolute = std::path::absolute(out)
+        .map_err(|e| Failure(format!("--out {}: {e}", out.display()), 1))?;
+    let mut folder = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                folder.pop();
+            }
+            other => folder.push(other),
+        }
+    }
+    if folder.parent().is_none() {
+        return fail(format!("--out {}: a bundle needs a folder of its own", out.display()));
+    }
+    if folder.to_string_lossy().contains([':', ';']) {
+        return fail(format!(
+            "--out {}: the bundle's folder may not hold ':' or ';' (its start scripts give the \
+             loader `lib/` in a list that they separate)",
+            folder.display()
+        ));
+    }
+    if let Some(binds) = std::env::var_os(BINDS_VAR) {
+        let binds: Vec<PathBuf> = std::env::split_paths(&binds).collect();
+        if !binds.iter().any(|bound| folder.starts_with(bound)) {
+            let shared: Vec<String> = binds.iter().map(|b| b.display().to_string()).collect();
+            return fail(format!(
+                "--out {}: this folder is the toolchain sysroot's own, not the machine's; \
+                 `./x.py cargo` shares only {}: write the bundle under one of them",
+                folder.display(),
+                shared.join(", ")
+            ));
+        }
+    }
+    if folder.exists() && !folder.is_dir() {
+        return fail(format!("--out {}: not a folder", folder.display()));
+    }
+    refuse_foreign_entries(&folder)?;
+    Ok(folder)
+}
+
 /// Fails unless `out` is missing, empty, or a bundle that `cargo offload` wrote with nothing
-/// added: its mark file lists every entry it wrote, and any other entry is the user's.
+/// added: its mark file lists every file and folder it wrote (`bin/NAME`, `lib/NAME`), and any
+/// other entry is the user's.
 fn refuse_foreign_entries(out: &Path) -> Result<()> {
     let Ok(entries) = fs::read_dir(out) else { return Ok(()) };
-    let names: Vec<String> =
-        entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-    if names.is_empty() {
+    let mut found: Vec<String> = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            for inner in fs::read_dir(entry.path()).into_iter().flatten().flatten() {
+                found.push(format!("{name}/{}", inner.file_name().to_string_lossy()));
+            }
+        }
+        found.push(name);
+    }
+    if found.is_empty() {
         return Ok(());
     }
     let Ok(mark) = fs::read_to_string(out.join(BUNDLE_MARK)) else {
@@ -362,7 +425,7 @@ fn refuse_foreign_entries(out: &Path) -> Result<()> {
         ));
     };
     let ours: Vec<&str> = mark.lines().collect();
-    if let Some(other) = names.iter().find(|n| !ours.contains(&n.as_str())) {
+    if let Some(other) = found.iter().find(|n| !ours.contains(&n.as_str())) {
         return fail(format!(
             "{} holds `{other}`, which `cargo offload bundle` did not write; move it away or \
              give another --out",
@@ -395,6 +458,10 @@ fn start_script(name: &str) -> String {
          \x20   exit 127\n\
          fi\n\
          if [ -n \"${{OFFLOAD_REPORT:-}}\" ] && [ \"$OFFLOAD_REPORT\" != 0 ]; then\n\
+         \x20   if ! [ -f \"$lib/liboffload_report.so\" ]; then\n\
+         \x20       echo \"$0: OFFLOAD_REPORT is set; lib/liboffload_report.so is missing\" >&2\n\
+         \x20       exit 127\n\
+         \x20   fi\n\
          \x20   exec \"$here/lib/ld-linux-x86-64.so.2\" --library-path \"$here/lib\" \\\n\
          \x20       --preload \"$here/lib/liboffload_report.so\" --argv0 \"$0\" \\\n\
          \x20       \"$here/bin/\"{quoted} \"$@\"\n\
@@ -407,7 +474,7 @@ fn start_script(name: &str) -> String {
 /// `bundle`: writes `out` with each program (`bin/`), the libraries they and
 /// `liboffload_report.so` load and the loader (`lib/`), and a start script per program
 /// ([`start_script`]); prints the size and the C library. An `out` that holds anything but an
-/// earlier bundle is refused, so nothing a user wrote is overwritten.
+/// earlier bundle is refused ([`bundle_folder`]), so nothing a user wrote is overwritten.
 pub(crate) fn write_bundle(out: &Path, programs: &[String]) -> Result<()> {
     if programs.is_empty() {
         return fail("the host pass built no program to bundle");
@@ -425,14 +492,18 @@ pub(crate) fn write_bundle(out: &Path, programs: &[String]) -> Result<()> {
         }
         names.push(name);
     }
-    refuse_foreign_entries(out)?;
+    // Checked again: the build took a while.
+    let out = &bundle_folder(out)?;
     // Written beside `out` and moved into place at the end, so that a failed bundle leaves the
-    // earlier one as it was.
+    // earlier one as it was; named by this process, and refused if something is there.
     let staging = out.with_file_name(format!(
-        "{}.cargo-offload-tmp",
-        out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        ".{}.cargo-offload-{}",
+        out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        std::process::id()
     ));
-    let _ = fs::remove_dir_all(&staging);
+    if fs::symlink_metadata(&staging).is_ok() {
+        return fail(format!("{} is in the way of the bundle; remove it", staging.display()));
+    }
     let (bin, lib) = (staging.join("bin"), staging.join("lib"));
     fs::create_dir_all(&bin).and_then(|()| fs::create_dir_all(&lib)).map_err(|e| io(&bin, e))?;
     let mut entries: Vec<String> = vec!["bin".into(), "lib".into(), BUNDLE_MARK.into()];
@@ -459,6 +530,12 @@ pub(crate) fn write_bundle(out: &Path, programs: &[String]) -> Result<()> {
     if !lib.join("ld-linux-x86-64.so.2").is_file() {
         return fail("ldd named no dynamic loader `ld-linux-x86-64.so.2` for the programs");
     }
+    for dir in ["bin", "lib"] {
+        for inner in fs::read_dir(staging.join(dir)).into_iter().flatten().flatten() {
+            entries.push(format!("{dir}/{}", inner.file_name().to_string_lossy()));
+        }
+    }
+    entries.push("lib/libomp.so".into());
     fs::write(staging.join(BUNDLE_MARK), entries.join("\n") + "\n").map_err(|e| io(&staging, e))?;
     // The runtime opens `libomp` a second time by the name `libomp.so` (OMPT): a link, since
     // the loader tells libraries apart by file, and a second copy aborts ("OMP: Error #15").
@@ -523,9 +600,13 @@ mod tests {
                 },
             ],
         };
-        assert_eq!(Plan::decode(&plan.encode()), Some(plan));
+        assert_eq!(Plan::decode(&plan.encode()).as_ref(), Some(&plan));
         assert_eq!(Plan::decode("cargo-offload-plan 1\n1\n99\nrun\n"), None, "a short field");
         assert_eq!(Plan::decode("something else"), None);
+        let two_runs = Plan { verb: "run".to_string(), runs: plan.runs };
+        assert_eq!(Plan::decode(&two_runs.encode()), None, "`run` runs one program");
+        let none = Plan { verb: "test".to_string(), runs: vec![] };
+        assert_eq!(Plan::decode(&none.encode()), None, "no program");
     }
 
     #[test]
@@ -537,6 +618,26 @@ mod tests {
             PathBuf::from("/c/sysroot/usr/lib/llvm-22/lib")
         );
         assert_eq!(outside_path(root, &binds, Path::new("/wx")), PathBuf::from("/c/sysroot/wx"));
+    }
+
+    #[test]
+    fn bundle_folders_are_checked_before_the_build() {
+        let dir = std::env::temp_dir().join(format!("cargo-offload-bundle-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("old/bin")).unwrap();
+        // An earlier bundle: what its mark lists may go, anything else stays.
+        fs::write(dir.join("old/.cargo-offload-bundle"), ".cargo-offload-bundle\nbin\nbin/app\n")
+            .unwrap();
+        fs::write(dir.join("old/bin/app"), "").unwrap();
+        assert_eq!(bundle_folder(&dir.join("old/bin/..")).ok(), Some(dir.join("old")));
+        fs::write(dir.join("old/bin/mine"), "").unwrap();
+        let refused = bundle_folder(&dir.join("old")).err().map(|f| f.0).unwrap_or_default();
+        assert!(refused.contains("holds `bin/mine`"), "{refused}");
+        fs::write(dir.join("file"), "").unwrap();
+        assert!(bundle_folder(&dir.join("file")).is_err(), "a file");
+        assert!(bundle_folder(&dir.join("co:lon")).is_err(), "a colon");
+        assert!(bundle_folder(Path::new("/")).is_err(), "the root");
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

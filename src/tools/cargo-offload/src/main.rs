@@ -58,8 +58,12 @@ fn main() -> ExitCode {
         return wrap_program_rustc(&program, &args[1..]);
     }
     // As `./x.py cargo` runs us after leaving the sysroot: the programs of `run` or `test`.
-    if args.get(1).map(String::as_str) == Some("--run-plan") && args.len() == 3 {
-        return match launch::run_plan(std::path::Path::new(&args[2])) {
+    if args.get(1).map(String::as_str) == Some("--run-plan") {
+        let [_, _, file] = &args[..] else {
+            eprintln!("error: [cargo offload] --run-plan takes one argument: the plan's file");
+            return ExitCode::from(2);
+        };
+        return match launch::run_plan(std::path::Path::new(file)) {
             Ok(code) => code,
             Err(Failure(message, status)) => {
                 eprintln!("error: [cargo offload] {message}");

@@ -17,7 +17,7 @@ use crate::args::{Arch, Invocation};
 use crate::image_crate::{
     DEVICE_CFG, DeviceCore, ImageBuilder, device_core, image_builder, resolved_features,
 };
-use crate::launch::{run_programs, write_bundle};
+use crate::launch::{bundle_folder, run_programs, write_bundle};
 use crate::manifests::{merge_manifests, root_manifests};
 use crate::registration::wrap_images;
 use crate::util::{Failure, Result, copy_if_changed, fail, forget_other_compilers_output};
@@ -103,6 +103,11 @@ fn cargo_command(cargo: &OsString, verb: &str) -> Command {
 /// `test` then run the programs.
 pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     let build = Build::new(inv)?;
+    // A bundle's folder is checked before the build, which takes a while.
+    let bundle_out = inv.bundle_out.clone().unwrap_or_else(|| build.dir.join("bundle"));
+    if inv.verb == "bundle" {
+        bundle_folder(&bundle_out)?;
+    }
     let metadata = build.host_metadata_pass()?;
     let kernels = metadata.kernels;
     let images_dir = build.dir.join("images");
@@ -117,8 +122,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     let artifacts = build.host_pass(&host_rustflags)?;
     let programs = build.products(&artifacts, kernels > 0, &images_dir);
     if inv.verb == "bundle" {
-        let out = inv.bundle_out.clone().unwrap_or_else(|| build.dir.join("bundle"));
-        write_bundle(&out, &programs)?;
+        write_bundle(&bundle_out, &programs)?;
         return Ok(ExitCode::SUCCESS);
     }
     run_programs(&inv.verb, &programs, &inv.program_args)

@@ -499,8 +499,12 @@ pub fn cargo_with_plan(
     for (key, value) in env {
         enter = enter.env(key, value.clone());
     }
+    // The folders that the machine sees at the same path: `--run-plan` keeps their paths, and
+    // `cargo offload bundle` writes only under them.
     let mut binds: Vec<PathBuf> = enter.bound_dirs(cache).into_iter().map(|(d, _)| d).collect();
     binds.push(PathBuf::from("/tmp"));
+    let joined = std::env::join_paths(&binds).unwrap_or_default();
+    enter = enter.env("CARGO_OFFLOAD_BINDS", joined);
     Ok((enter.command(cache)?, PlanFile(plan_path, binds)))
 }
 

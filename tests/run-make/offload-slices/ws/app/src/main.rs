@@ -32,6 +32,21 @@ fn main() {
         offload! { kernel = fill::<u16>, device = 99, args = (&mut v[..], 1u16) };
         unreachable!("the launch on device 99 returned");
     }
+    if argument.as_deref() == Some("devices") {
+        // Upstream's way to learn the device numbers, and a launch on the last one.
+        let count = core::intrinsics::offload_get_num_devices();
+        let mut v = vec![0u16; 300];
+        offload! {
+            kernel = fill::<u16>,
+            workgroup_dim = blocks(v.len()),
+            thread_dim = [256, 1, 1],
+            device = count - 1,
+            args = (&mut v[..], 7u16),
+        }
+        println!("devices: {count}");
+        report("last_device", &v, &[7u16; 300], u64::from);
+        return;
+    }
     if let Some(mode @ ("transfers-plain" | "transfers-preload" | "preload-sync")) =
         argument.as_deref()
     {
