@@ -34,10 +34,23 @@ pub(crate) fn expand(
         _ => None,
     };
     let Some(attrs) = function else {
-        ecx.dcx().span_err(
+        let mut err = ecx.dcx().struct_span_err(
             span,
             "the `#[offload_kernel]` attribute may only be used on a non-associated function",
         );
+        // A method or an associated function: the runtime launches a kernel by its symbol,
+        // with the launch's arguments only, so it must be a free function.
+        if let Annotatable::AssocItem(assoc, _) = &item
+            && let ast::AssocItemKind::Fn(function) = &assoc.kind
+        {
+            err.help(if function.sig.decl.has_self() {
+                "move the kernel out of the `impl` or trait into a free function, and pass the \
+                 data it uses of `self` (slices, scalars) as its parameters"
+            } else {
+                "move the kernel out of the `impl` or trait into a free function"
+            });
+        }
+        err.emit();
         return vec![item];
     };
     // The marker is internal (`rustc_attrs`); the span of this expansion carries the

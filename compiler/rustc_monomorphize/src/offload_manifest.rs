@@ -120,7 +120,7 @@ use rustc_middle::ty::{self, Instance, InstanceKind, Ty, TyCtxt};
 use rustc_middle::util::Providers;
 use rustc_session::config::{CrateType, Offload};
 use rustc_session::declare_lint;
-use rustc_span::{Span, Symbol, sym};
+use rustc_span::{Span, sym};
 use rustc_target::spec::{Arch, BinaryFormat, Os};
 use serde_json::{Value, json};
 
@@ -176,16 +176,23 @@ pub(crate) fn compiler_commit() -> String {
 /// kernel's type and the argument tuple's as its first two generic parameters, as the
 /// `offload` intrinsic does, and launches through the intrinsic.
 fn is_launch_function(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
-    ["offload_launch", "offload_launch_on_device"]
-        .iter()
-        .any(|name| tcx.is_diagnostic_item(Symbol::intern(name), def_id))
+    // Almost every function has no diagnostic name: one lookup, then `core`'s own item only.
+    tcx.get_diagnostic_name(def_id).is_some_and(|name| {
+        matches!(name.as_str(), "offload_launch" | "offload_launch_on_device")
+            && tcx.get_diagnostic_item(name) == Some(def_id)
+    })
 }
 
-/// Where a launch at `source_info` is reported: at the outermost call of a `core::offload`
-/// launch function that the MIR inliner inlined into `body` (the user's `offload!` or
-/// `launch`, not the intrinsic call inside `core`), else at the call itself.
-fn launch_span(tcx: TyCtxt<'_>, body: &mir::Body<'_>, source_info: mir::SourceInfo) -> Span {
-    let mut span = source_info.span;
+/// Where a launch at `source_info` is reported, and the scope whose lint level applies: at the
+/// outermost call of a `core::offload` launch function that the MIR inliner inlined into
+/// `body` (the user's `offload!` or `launch`, not the intrinsic call inside `core`, whose
+/// scopes carry no lint levels in another crate), else at the call itself.
+fn launch_site(
+    tcx: TyCtxt<'_>,
+    body: &mir::Body<'_>,
+    source_info: mir::SourceInfo,
+) -> (Span, mir::SourceScope) {
+    let (mut span, mut lint_scope) = (source_info.span, source_info.scope);
     let mut scope = Some(source_info.scope);
     while let Some(current) = scope {
         let data = &body.source_scopes[current];
@@ -195,12 +202,25 @@ fn launch_span(tcx: TyCtxt<'_>, body: &mir::Body<'_>, source_info: mir::SourceIn
         let data = &body.source_scopes[inlined];
         if let Some((callee, callsite)) = data.inlined
             && is_launch_function(tcx, callee.def_id())
+            && let Some(caller_scope) = data.parent_scope
         {
-            span = callsite;
+            (span, lint_scope) = (callsite, caller_scope);
         }
         scope = data.parent_scope;
     }
-    span
+    (span, lint_scope)
+}
+
+/// What [`launches_in`] learns about launches through `core::offload`'s launch functions.
+#[derive(Default)]
+struct LaunchFunctions<'tcx> {
+    /// The (kernel type, argument tuple type) of every call of one that was checked where the
+    /// user's code calls it.
+    checked: FxHashSet<(Ty<'tcx>, Ty<'tcx>)>,
+    /// The instances of the launch functions themselves, whose launches are checked at their
+    /// callers; one whose pair was never called directly (a launch through a function pointer
+    /// or a generic callback) is checked in its own body afterwards.
+    instances: Vec<Instance<'tcx>>,
 }
 
 /// The kernel instances that `body` (the MIR of `instance`) launches, with the launch's span.
@@ -212,12 +232,28 @@ fn launches_in<'tcx>(
     instance: Instance<'tcx>,
     body: &mir::Body<'tcx>,
     out: &mut Vec<(Instance<'tcx>, Span)>,
+    launch_functions: &mut LaunchFunctions<'tcx>,
 ) {
-    let typing_env = ty::TypingEnv::fully_monomorphized();
-    // Their launches are checked at their callers.
+    // Their launches are checked at their callers (or, without a direct call, by
+    // `local_offload_launches`).
     if is_launch_function(tcx, instance.def_id()) {
+        launch_functions.instances.push(instance);
         return;
     }
+    launch_calls(tcx, instance, body, out, Some(&mut launch_functions.checked));
+}
+
+/// The launches of `body` (the MIR of `instance`): each call of the `offload` intrinsic and,
+/// when `checked` is given, of a `core::offload` launch function, whose (kernel, arguments)
+/// types are added to `checked`.
+fn launch_calls<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    instance: Instance<'tcx>,
+    body: &mir::Body<'tcx>,
+    out: &mut Vec<(Instance<'tcx>, Span)>,
+    mut checked: Option<&mut FxHashSet<(Ty<'tcx>, Ty<'tcx>)>>,
+) {
+    let typing_env = ty::TypingEnv::fully_monomorphized();
     for block in body.basic_blocks.iter() {
         let terminator = block.terminator();
         let TerminatorKind::Call { func, .. } = &terminator.kind else { continue };
@@ -227,10 +263,14 @@ fn launches_in<'tcx>(
             ty::EarlyBinder::bind(func.ty(body, tcx)),
         );
         let ty::FnDef(callee, callee_args) = *callee_ty.kind() else { continue };
-        if !tcx.is_intrinsic(callee, sym::offload) && !is_launch_function(tcx, callee) {
+        let intrinsic = tcx.is_intrinsic(callee, sym::offload);
+        if !intrinsic && (checked.is_none() || !is_launch_function(tcx, callee)) {
             continue;
         }
-        let span = launch_span(tcx, body, terminator.source_info);
+        let (span, lint_scope) = launch_site(tcx, body, terminator.source_info);
+        if let Some(checked) = checked.as_deref_mut() {
+            checked.insert((callee_args.type_at(0), callee_args.type_at(1)));
+        }
         let launched = callee_args.type_at(0);
         let ty::FnDef(kernel, kernel_args) = *launched.kind() else {
             tcx.dcx().emit_err(OffloadLaunchNotAKernel { span, launched: launched.to_string() });
@@ -251,8 +291,7 @@ fn launches_in<'tcx>(
         }
         // The lint level of the launch's scope; the crate's for a function of another crate
         // that this crate instantiates.
-        let lint_root =
-            terminator.source_info.scope.lint_root(&body.source_scopes).unwrap_or(CRATE_HIR_ID);
+        let lint_root = lint_scope.lint_root(&body.source_scopes).unwrap_or(CRATE_HIR_ID);
         let passed = callee_args.type_at(1);
         if !launch_args_match(tcx, span, lint_root, kernel, kernel_args, passed) {
             continue;
@@ -620,13 +659,24 @@ fn local_offload_launches(tcx: TyCtxt<'_>, _: LocalCrate) -> &[Instance<'_>] {
         crate::collector::collect_crate_mono_items(tcx, MonoItemCollectionStrategy::Eager);
     let mut seen = FxHashSet::default();
     let mut launches = Vec::new();
+    let mut launch_functions = LaunchFunctions::default();
     for item in items {
         let MonoItem::Fn(instance) = item else { continue };
         let InstanceKind::Item(def_id) = instance.def else { continue };
         if !seen.insert(instance) || !tcx.is_mir_available(def_id) {
             continue;
         }
-        launches_in(tcx, instance, tcx.instance_mir(instance.def), &mut launches);
+        let body = tcx.instance_mir(instance.def);
+        launches_in(tcx, instance, body, &mut launches, &mut launch_functions);
+    }
+    // A launch function instantiated for a pair that no direct call checked (reached through
+    // a function pointer or a generic callback): its own intrinsic call is the launch, checked
+    // and reported in `core`, as before there were launch functions.
+    for instance in launch_functions.instances {
+        let pair = (instance.args.type_at(0), instance.args.type_at(1));
+        if !launch_functions.checked.contains(&pair) {
+            launch_calls(tcx, instance, tcx.instance_mir(instance.def), &mut launches, None);
+        }
     }
     // Keyed by identity: sorted and deduplicated independently of the collection order, so
     // that the crate metadata is the same for the same input.

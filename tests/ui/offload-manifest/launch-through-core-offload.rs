@@ -2,13 +2,17 @@
 // the user's code launches, as a launch of the `offload` intrinsic is: a wrong argument, a
 // slice whose elements hold addresses and the lint `offload_shared_for_mutable` point at the
 // `offload!` or the call, not into `core`, with and without the MIR inliner (which inlines
-// `core::offload`'s `#[inline]` launch functions into the caller at `-Copt-level=3`). The lint
-// is reported inside `offload!` too, although the macro is `core`'s.
+// `core::offload`'s `#[inline]` launch functions into the caller at `-Copt-level=3`, and at
+// the `inline` revision's thresholds both of them, nested), where the lint's level is the
+// caller's. The lint is reported inside `offload!` too, although the macro is `core`'s. A launch
+// function reached only through a callback is checked in its own body, in `core`.
 
 //@ needs-offload
 //@ edition: 2024
-//@ revisions: debug opt
+//@ revisions: debug opt inline
 //@[opt] compile-flags: -Copt-level=3
+//@[inline] compile-flags: -Copt-level=3 -Zinline-mir=yes -Zinline-mir-threshold=100000
+//@[inline] compile-flags: -Zinline-mir-hint-threshold=100000
 //@ compile-flags: -Zunstable-options
 //@ compile-flags: -Zoffload=HostMetadata={{build-base}}/offload-manifest/through-core.json
 
@@ -58,3 +62,12 @@ pub fn shared_for_mutable_warned(x: &[f32]) {
 pub fn fine(x: &mut [f32]) {
     offload! { kernel = scale, workgroup_dim = [4, 1, 1], args = (&mut *x, 0.5f32) };
 }
+
+fn apply<L: FnOnce(K, [u32; 3], [u32; 3], u32, A), K, A>(launcher: L, kernel: K, args: A) {
+    launcher(kernel, [1, 1, 1], [1, 1, 1], 0, args)
+}
+
+pub fn through_a_callback(x: &mut [f32]) {
+    apply(launch::<_, _, ()>, scale, (2u32, &mut *x));
+}
+//~? ERROR `offload` passes `(u32, &mut [f32])` to the kernel `scale`

@@ -1,8 +1,8 @@
 // Upstream's launch surface in `core::offload`: `offload!` takes named fields in any order,
 // `kernel` and `args` required, each field once, separated by commas, `args` a tuple literal;
-// `#[offload_kernel]` applies to a non-associated function and takes no arguments. Each misuse
-// is a compile error that says what to write instead. (Without `stmt_expr_attributes`, rustc
-// refuses the attribute on a statement or an expression before it expands.)
+// `#[offload_kernel]` applies to a non-associated function (on a method the error says how to
+// make it one) and takes no arguments. Each misuse is a compile error that says what to write
+// instead. (Without `stmt_expr_attributes`, rustc refuses the attribute on a statement first.)
 
 //@ edition: 2024
 //@ check-fail

@@ -47,7 +47,7 @@ use crate::cell::Cell;
 use crate::ffi::{CStr, c_char, c_int, c_long, c_void};
 use crate::fmt::{self, Write};
 use crate::ptr;
-use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 /// The block that the calling thread runs work items of, and its launch's dimensions.
 #[derive(Clone, Copy)]
@@ -173,9 +173,13 @@ static PREVIOUS_ACTIONS: PreviousActions = PreviousActions(crate::cell::UnsafeCe
     [SigAction { handler: 0, mask: [0; 16], flags: 0, restorer: 0 }; 4],
 ));
 static HANDLERS_INSTALLED: AtomicBool = AtomicBool::new(false);
-/// Whether a work item has named itself already: when several workers trap at once (every
-/// work item of a bad launch may), the program prints one line, the first's.
-static WORK_ITEM_NAMED: AtomicBool = AtomicBool::new(false);
+/// Whether a work item has named itself: [`NOT_NAMED`], [`NAMING`] (its line is being
+/// written) or [`NAMED`]. When several workers trap at once (every work item of a bad launch
+/// may), the program prints one line, the first's; never reset, since the program ends.
+static WORK_ITEM_NAMED: AtomicU8 = AtomicU8::new(NOT_NAMED);
+const NOT_NAMED: u8 = 0;
+const NAMING: u8 = 1;
+const NAMED: u8 = 2;
 
 /// A line of at most 512 bytes, built without allocating (in a signal handler).
 struct Line {
@@ -198,8 +202,21 @@ impl Write for Line {
 /// own flags) and raises it again.
 extern "C" fn on_fatal_signal(signum: c_int) {
     let kernel = RUNNING_KERNEL.get();
-    // A lock-free swap: async-signal-safe.
-    if !kernel.is_null() && !WORK_ITEM_NAMED.swap(true, Ordering::AcqRel) {
+    // Lock-free atomics: async-signal-safe.
+    let first = !kernel.is_null()
+        && WORK_ITEM_NAMED
+            .compare_exchange(NOT_NAMED, NAMING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+    if !first {
+        // Another work item is writing its line: give it the moment it needs before this one
+        // ends the program (bounded, should it be stuck).
+        let mut spins = 0u32;
+        while WORK_ITEM_NAMED.load(Ordering::Acquire) == NAMING && spins < 100_000_000 {
+            crate::hint::spin_loop();
+            spins += 1;
+        }
+    }
+    if first {
         // SAFETY: the kernel's entry passed its symbol, a NUL-terminated constant.
         let kernel = unsafe { CStr::from_ptr(kernel) }.to_str().unwrap_or("?");
         let (block, [tx, ty, tz]) = (BLOCK.get(), THREAD_IDX.get());
@@ -214,6 +231,7 @@ extern "C" fn on_fatal_signal(signum: c_int) {
         );
         // SAFETY: `write` (async-signal-safe) of bytes on this stack.
         unsafe { write(2, line.bytes.as_ptr().cast(), line.len) };
+        WORK_ITEM_NAMED.store(NAMED, Ordering::Release);
     }
     let slot = FATAL_SIGNALS.iter().position(|&s| s == signum).unwrap_or(0);
     // SAFETY: `PREVIOUS_ACTIONS` is read-only once a handler is installed; `sigaction` and
