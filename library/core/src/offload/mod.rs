@@ -733,42 +733,32 @@ mod residency {
                 *mut *mut c_void,
                 *mut *mut c_void,
             );
-            unsafe extern "C" {
-                safe fn omp_get_num_devices() -> c_int;
-                fn __tgt_target_data_begin_mapper(
-                    loc: *const c_void,
-                    device: i64,
-                    count: i32,
-                    bases: *mut *mut c_void,
-                    pointers: *mut *mut c_void,
-                    sizes: *mut i64,
-                    map_types: *mut i64,
-                    names: *mut *mut c_void,
-                    mappers: *mut *mut c_void,
-                );
-                fn __tgt_target_data_end_mapper(
-                    loc: *const c_void,
-                    device: i64,
-                    count: i32,
-                    bases: *mut *mut c_void,
-                    pointers: *mut *mut c_void,
-                    sizes: *mut i64,
-                    map_types: *mut i64,
-                    names: *mut *mut c_void,
-                    mappers: *mut *mut c_void,
-                );
-                fn __tgt_target_data_update_mapper(
-                    loc: *const c_void,
-                    device: i64,
-                    count: i32,
-                    bases: *mut *mut c_void,
-                    pointers: *mut *mut c_void,
-                    sizes: *mut i64,
-                    map_types: *mut i64,
-                    names: *mut *mut c_void,
-                    mappers: *mut *mut c_void,
-                );
+            /// The runtime's three mappers, which share `MapperFn`'s parameters.
+            macro_rules! mappers {
+                ($($name:ident),*) => {
+                    unsafe extern "C" {
+                        safe fn omp_get_num_devices() -> c_int;
+                        $(
+                            fn $name(
+                                loc: *const c_void,
+                                device: i64,
+                                count: i32,
+                                bases: *mut *mut c_void,
+                                pointers: *mut *mut c_void,
+                                sizes: *mut i64,
+                                map_types: *mut i64,
+                                names: *mut *mut c_void,
+                                mappers: *mut *mut c_void,
+                            );
+                        )*
+                    }
+                };
             }
+            mappers!(
+                __tgt_target_data_begin_mapper,
+                __tgt_target_data_end_mapper,
+                __tgt_target_data_update_mapper
+            );
             if device != -1 {
                 let count = omp_get_num_devices();
                 if !(0..count).contains(&device) {
