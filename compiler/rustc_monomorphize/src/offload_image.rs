@@ -60,7 +60,7 @@ pub(crate) fn instantiate_upstream_in_image<'tcx>(
 /// `extern` block and another defines `#[no_mangle]`. Nothing is linked into the device image,
 /// so such a definition must be instantiated in it. Symbols that no crate defines (device
 /// library functions, LLVM intrinsics named by `link_name`) stay declarations.
-fn foreign_definition(tcx: TyCtxt<'_>, foreign: DefId) -> Option<DefId> {
+pub(crate) fn foreign_definition(tcx: TyCtxt<'_>, foreign: DefId) -> Option<DefId> {
     if tcx.sess.opts.offload_device_manifest().is_none() || !tcx.is_foreign_item(foreign) {
         return None;
     }
@@ -147,7 +147,7 @@ pub(crate) fn bind_foreign_fn<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>)
 
 /// The weak lang item (the panic handler, ...) that the foreign item `def_id` declares, if any:
 /// such a declaration carries the lang item's link name as its symbol name.
-fn weak_lang_item(tcx: TyCtxt<'_>, def_id: DefId) -> Option<LangItem> {
+pub(crate) fn weak_lang_item(tcx: TyCtxt<'_>, def_id: DefId) -> Option<LangItem> {
     let attrs = tcx.codegen_fn_attrs(def_id);
     if !attrs.flags.contains(CodegenFnAttrFlags::RUSTC_STD_INTERNAL_SYMBOL) {
         return None;

@@ -1,0 +1,304 @@
+//! Panics that only reach a silent handler, in the manifest-driven offload device pass.
+//!
+//! Every panic of `core` formats its message (`fmt::Arguments` with a formatting function per
+//! argument: `<usize as Display>::fmt` for a bounds check, the `Debug` of `f32` for an
+//! `assert_eq!` of floats) and hands it to the panic handler. A device image usually has a
+//! handler that never reads its `&PanicInfo`: the trap that the codegen backend defines for a
+//! crate graph without a handler (`rustc_codegen_llvm::back::offload_device`), or a user's
+//! `loop {}`. Its kernels still reach all of `core::fmt` that the messages name, float
+//! formatting included, which the device pass instantiates, codegens and optimizes before
+//! LLVM finds it dead: about three quarters of the LLVM IR of the benchmark's suite, and of
+//! the device pass's time after a kernel edit (`src/doc/measurements.md`).
+//!
+//! Under `-Zoffload=Device=<manifest>` with `panic=abort`, when the crate graph's handler does
+//! not use its argument (its optimized MIR never reads it, or the graph has none), the MIR of
+//! each `#[inline(never)]` function of `core` that can only end in the handler (every entry to
+//! a panic in `core` is `#[inline(never)]`) becomes one call of the handler with a zeroed
+//! `PanicInfo`: the functions of `core::panicking`, and the diverging functions
+//! of `core` whose every diverging call is to such a function (`slice_index_fail`,
+//! `option::unwrap_failed`, ...). What the handler does is unchanged, since it reads nothing
+//! of what it is given; the messages and what formats them are no longer collected. A handler
+//! that reads its argument (one that prints the message or the location) keeps every panic as
+//! it is.
+//!
+//! The replacement is made where `core`'s MIR enters the crate graph, by wrapping the extern
+//! provider of `optimized_mir` (see [`provide_extern`]), so that the collector, the MIR
+//! inliner and codegen all see the same body.
+
+use std::cell::RefCell;
+use std::iter;
+use std::sync::OnceLock;
+
+use rustc_abi::Size;
+use rustc_data_structures::fx::FxHashMap;
+use rustc_hir::LangItem;
+use rustc_hir::attrs::InlineAttr;
+use rustc_hir::def::DefKind;
+use rustc_hir::def_id::DefId;
+use rustc_hir::definitions::DefPathData;
+use rustc_index::IndexVec;
+use rustc_middle::mir::interpret::{Allocation, ConstAllocation, CtfeProvenance, Pointer, Scalar};
+use rustc_middle::mir::visit::{PlaceContext, Visitor};
+use rustc_middle::mir::{
+    BasicBlockData, Body, CallSource, ClearCrossCrate, Const, ConstOperand, ConstValue, Local,
+    LocalDecl, Location, MirPhase, MirSource, Mutability, Operand, Place, RuntimePhase, SourceInfo,
+    SourceScopeData, Terminator, TerminatorKind, UnwindAction,
+};
+use rustc_middle::queries::ExternProviders;
+use rustc_middle::ty::{self, TyCtxt};
+use rustc_span::source_map::Spanned;
+use rustc_span::sym;
+use rustc_target::spec::PanicStrategy;
+
+use crate::offload_image::{foreign_definition, weak_lang_item};
+
+/// The signature of the `optimized_mir` provider for another crate's items.
+type OptimizedMir = for<'tcx> fn(TyCtxt<'tcx>, DefId) -> &'tcx Body<'tcx>;
+
+/// `rustc_metadata`'s provider of other crates' optimized MIR, which [`optimized_mir`] wraps.
+static METADATA_OPTIMIZED_MIR: OnceLock<OptimizedMir> = OnceLock::new();
+
+/// Wraps the extern `optimized_mir` provider, which `rustc_metadata` must have set already
+/// (`rustc_interface` calls this after `rustc_metadata::provide`).
+pub fn provide_extern(providers: &mut ExternProviders) {
+    let metadata = providers.optimized_mir;
+    // A driver that builds its providers again sets the same function.
+    let _ = METADATA_OPTIMIZED_MIR.set(metadata);
+    providers.optimized_mir = optimized_mir;
+}
+
+fn metadata_optimized_mir<'tcx>(tcx: TyCtxt<'tcx>, def_id: DefId) -> &'tcx Body<'tcx> {
+    let metadata = METADATA_OPTIMIZED_MIR.get().expect("`provide_extern` sets the provider");
+    metadata(tcx, def_id)
+}
+
+/// Another crate's optimized MIR; for a function of `core` that can only end in a silent
+/// panic handler (see the module's documentation), a call of the handler.
+fn optimized_mir<'tcx>(tcx: TyCtxt<'tcx>, def_id: DefId) -> &'tcx Body<'tcx> {
+    // Only functions that the MIR inliner leaves alone: a replaced body is then in no crate's
+    // MIR, and only in the code of the crates that instantiate it, each deciding with its own
+    // view of the graph. A dependency that the device pass compiles may not see the handler of
+    // the crate that builds the image, but its code is not part of the image.
+    if diverging_core_fn(tcx, def_id)
+        && tcx.codegen_fn_attrs(def_id).inline == InlineAttr::Never
+        && let Some(handler) = silent_panic_handler(tcx)
+        && ends_in_panic_handler(tcx, def_id)
+        && let Some(body) = handler_call_body(tcx, def_id, handler)
+    {
+        return tcx.arena.alloc(body);
+    }
+    metadata_optimized_mir(tcx, def_id)
+}
+
+/// Whether `def_id` is a function of `core` that never returns, under the manifest-driven
+/// device pass with `panic=abort`: the functions this module may replace. `core::offload` is
+/// left out: its CPU device functions that never return end the program themselves.
+fn diverging_core_fn(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
+    tcx.sess.opts.offload_device_manifest().is_some()
+        && tcx.sess.panic_strategy() == PanicStrategy::Abort
+        && tcx.crate_name(def_id.krate) == sym::core
+        && matches!(tcx.def_kind(def_id), DefKind::Fn | DefKind::AssocFn)
+        && !tcx.is_foreign_item(def_id)
+        && tcx.intrinsic(def_id).is_none()
+        && first_module(tcx, def_id) != Some(sym::offload)
+        && tcx.fn_sig(def_id).skip_binder().output().skip_binder().is_never()
+}
+
+/// The module of the crate root that `def_id` is in, if any.
+fn first_module(tcx: TyCtxt<'_>, def_id: DefId) -> Option<rustc_span::Symbol> {
+    match tcx.def_path(def_id).data.first()?.data {
+        DefPathData::TypeNs(name) => Some(name),
+        _ => None,
+    }
+}
+
+/// What this module computes once per compilation session (keyed by the session's address,
+/// since providers are plain functions): the panic handler's declaration in `core`, if the
+/// handler is silent, and which functions of `core` end in it.
+#[derive(Default)]
+struct Memo {
+    session: usize,
+    handler: Option<Option<DefId>>,
+    ends_in_panic: FxHashMap<DefId, bool>,
+}
+
+thread_local! {
+    static MEMO: RefCell<Memo> = RefCell::new(Memo::default());
+}
+
+/// Runs `f` on this session's memo. The memo is taken out while `f` runs, so that queries that
+/// `f` starts may come back here (they then work on an empty memo, which is only slower).
+fn with_memo<R>(tcx: TyCtxt<'_>, f: impl FnOnce(&mut Memo) -> R) -> R {
+    let session = tcx.sess as *const _ as usize;
+    let mut memo = MEMO.with(|memo| std::mem::take(&mut *memo.borrow_mut()));
+    if memo.session != session {
+        memo = Memo { session, ..Memo::default() };
+    }
+    let result = f(&mut memo);
+    MEMO.with(|slot| *slot.borrow_mut() = memo);
+    result
+}
+
+/// `core`'s declaration of the panic handler (`panic_impl`, called by `core::panicking::
+/// panic_fmt`), if the crate graph's handler never uses its argument: the graph has none (the
+/// codegen backend defines a trap), or the optimized MIR of its `#[panic_handler]` never reads
+/// the `&PanicInfo`. `None` also where `panic_fmt` does not call the handler (a `core` built
+/// with `panic=immediate-abort`).
+fn silent_panic_handler(tcx: TyCtxt<'_>) -> Option<DefId> {
+    if let Some(known) = with_memo(tcx, |memo| memo.handler) {
+        return known;
+    }
+    let handler = find_silent_panic_handler(tcx);
+    with_memo(tcx, |memo| memo.handler = Some(handler));
+    handler
+}
+
+fn find_silent_panic_handler(tcx: TyCtxt<'_>) -> Option<DefId> {
+    let panic_fmt = tcx.lang_items().get(LangItem::PanicFmt)?;
+    let body = metadata_optimized_mir(tcx, panic_fmt);
+    let declaration = body.basic_blocks.iter().find_map(|block| {
+        let TerminatorKind::Call { func, .. } = &block.terminator().kind else { return None };
+        let (callee, _) = func.const_fn_def()?;
+        (tcx.is_foreign_item(callee) && weak_lang_item(tcx, callee) == Some(LangItem::PanicImpl))
+            .then_some(callee)
+    })?;
+    match foreign_definition(tcx, declaration) {
+        None => Some(declaration),
+        Some(handler) => {
+            let silent = tcx.is_mir_available(handler)
+                && matches!(tcx.def_kind(handler), DefKind::Fn)
+                && !reads_first_argument(tcx.optimized_mir(handler));
+            silent.then_some(declaration)
+        }
+    }
+}
+
+/// Whether `body` uses its first argument (the handler's `&PanicInfo`); debug info does not
+/// count.
+fn reads_first_argument(body: &Body<'_>) -> bool {
+    struct ArgumentUse {
+        used: bool,
+    }
+    impl<'tcx> Visitor<'tcx> for ArgumentUse {
+        fn visit_local(&mut self, local: Local, context: PlaceContext, _: Location) {
+            if local == Local::from_u32(1) && context.is_use() {
+                self.used = true;
+            }
+        }
+    }
+    if body.arg_count == 0 {
+        return false;
+    }
+    let mut visitor = ArgumentUse { used: false };
+    visitor.visit_body(body);
+    visitor.used
+}
+
+/// Whether the diverging function `def_id` of `core` can only end in the panic handler: it is
+/// in `core::panicking` (all of whose diverging functions hand a message to the handler), or
+/// each call in its body that does not return is to such a function, and it has at least one
+/// and no inline assembly. Its other calls and statements only compute the message, which the
+/// silent handler never reads.
+fn ends_in_panic_handler(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
+    if first_module(tcx, def_id) == Some(sym::panicking) {
+        return true;
+    }
+    if let Some(known) = with_memo(tcx, |memo| memo.ends_in_panic.get(&def_id).copied()) {
+        return known;
+    }
+    // A cycle proves nothing: while `def_id` is being decided, a call back to it counts as
+    // one that need not end in the handler.
+    with_memo(tcx, |memo| memo.ends_in_panic.insert(def_id, false));
+    let result = tcx.is_mir_available(def_id) && {
+        let body = metadata_optimized_mir(tcx, def_id);
+        let mut panics = false;
+        let mut other_end = false;
+        for block in body.basic_blocks.iter() {
+            match &block.terminator().kind {
+                TerminatorKind::InlineAsm { .. } | TerminatorKind::TailCall { .. } => {
+                    other_end = true;
+                }
+                TerminatorKind::Call { func, target: None, .. } => match func.const_fn_def() {
+                    Some((callee, _))
+                        if diverging_core_fn(tcx, callee) && ends_in_panic_handler(tcx, callee) =>
+                    {
+                        panics = true;
+                    }
+                    _ => other_end = true,
+                },
+                _ => {}
+            }
+        }
+        panics && !other_end
+    };
+    with_memo(tcx, |memo| memo.ends_in_panic.insert(def_id, result));
+    result
+}
+
+/// The body that replaces the diverging function `def_id`: `handler(&ZEROED)`, where
+/// `handler` is `core`'s declaration of the panic handler and `ZEROED` a `PanicInfo` of zero
+/// bytes, which the silent handler never reads. The arguments of `def_id` (and its caller
+/// location, for `#[track_caller]`) are left unused. `None` if the handler's signature is not
+/// the one expected (`fn(&PanicInfo<'_>) -> !`).
+fn handler_call_body<'tcx>(tcx: TyCtxt<'tcx>, def_id: DefId, handler: DefId) -> Option<Body<'tcx>> {
+    let span = tcx.def_span(def_id);
+    let sig = tcx.instantiate_bound_regions_with_erased(tcx.fn_sig(def_id).instantiate_identity());
+    let handler_sig =
+        tcx.instantiate_bound_regions_with_erased(tcx.fn_sig(handler).instantiate_identity());
+    let [info_ref] = handler_sig.inputs() else { return None };
+    let info = info_ref.builtin_deref(true)?;
+    let layout = tcx.layout_of(ty::TypingEnv::fully_monomorphized().as_query_input(info)).ok()?;
+    let zeroed = Allocation::from_bytes(
+        vec![0u8; usize::try_from(layout.size.bytes()).ok()?],
+        layout.align.abi,
+        Mutability::Not,
+        (),
+    );
+    let zeroed: ConstAllocation<'tcx> = tcx.mk_const_alloc(zeroed);
+    let alloc_id = tcx.reserve_and_set_memory_alloc(zeroed);
+    let pointer = Pointer::new(CtfeProvenance::from(alloc_id).as_immutable(), Size::ZERO);
+    let info_arg = Operand::Constant(Box::new(ConstOperand {
+        span,
+        user_ty: None,
+        const_: Const::Val(ConstValue::Scalar(Scalar::from_pointer(pointer, &tcx)), *info_ref),
+    }));
+    let call = Terminator {
+        source_info: SourceInfo::outermost(span),
+        kind: TerminatorKind::Call {
+            func: Operand::function_handle(tcx, handler, [], span),
+            args: [Spanned { node: info_arg, span }].into(),
+            destination: Place::return_place(),
+            target: None,
+            unwind: UnwindAction::Unreachable,
+            call_source: CallSource::Misc,
+            fn_span: span,
+        },
+    };
+    let local_decls: IndexVec<Local, LocalDecl<'tcx>> =
+        iter::once(LocalDecl::new(sig.output(), span))
+            .chain(sig.inputs().iter().map(|&ty| LocalDecl::new(ty, span).immutable()))
+            .collect();
+    let scope = SourceScopeData {
+        span,
+        parent_scope: None,
+        inlined: None,
+        inlined_parent_scope: None,
+        local_data: ClearCrossCrate::Clear,
+    };
+    let mut body = Body::new(
+        MirSource::item(def_id),
+        IndexVec::from_elem_n(BasicBlockData::new(Some(call), false), 1),
+        IndexVec::from_elem_n(scope, 1),
+        local_decls,
+        IndexVec::new(),
+        sig.inputs().len(),
+        vec![],
+        span,
+        None,
+        None,
+    );
+    body.phase = MirPhase::Runtime(RuntimePhase::Optimized);
+    body.set_required_consts(Vec::new());
+    body.set_mentioned_items(Vec::new());
+    Some(body)
+}
