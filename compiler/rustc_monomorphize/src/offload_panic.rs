@@ -7,26 +7,26 @@
 //! crate graph without a handler (`rustc_codegen_llvm::back::offload_device`), or a user's
 //! `loop {}`. Its kernels still reach all of `core::fmt` that the messages name, float
 //! formatting included, which the device pass instantiates, codegens and optimizes before
-//! LLVM finds it dead: about three quarters of the LLVM IR of the benchmark's suite, and of
-//! the device pass's time after a kernel edit (`src/doc/measurements.md`).
+//! LLVM finds it dead: about three quarters of the unoptimized LLVM IR of the benchmark's suite
+//! (`src/doc/measurements.md`).
 //!
 //! Under `-Zoffload=Device=<manifest>` with `panic=abort`, when the crate graph's handler does
 //! not use its argument (its optimized MIR never reads it, or the graph has none), the MIR of
-//! each `#[inline(never)]` function of `core` that can only end in the handler (every entry to
-//! a panic in `core` is `#[inline(never)]`) becomes one call of the handler with a zeroed
+//! each `#[inline(never)]` function of `core` that can only end in the handler (the cold entries
+//! to `core`'s panics are) becomes one call of the handler with zeroed bytes for its
 //! `PanicInfo`: the functions of `core::panicking`, and the diverging functions
-//! of `core` whose every diverging call is to such a function (`slice_index_fail`,
-//! `option::unwrap_failed`, ...). What the handler does is unchanged, since it reads nothing
-//! of what it is given; the messages and what formats them are no longer collected. A handler
+//! of `core` that are not generic and whose every diverging call is to such a function
+//! (`slice_index_fail`, `option::unwrap_failed`, ...). What the handler does is unchanged,
+//! since it reads nothing of what it is given (a naked handler, whose assembly may read it,
+//! does not count as silent); the messages and what formats them are no longer collected. A handler
 //! that reads its argument (one that prints the message or the location) keeps every panic as
 //! it is.
 //!
 //! The replacement is made where `core`'s MIR enters the crate graph, by wrapping the extern
-//! provider of `optimized_mir` (see [`provide_extern`]), so that the collector, the MIR
-//! inliner and codegen all see the same body.
+//! provider of `optimized_mir` (see [`provide_extern`]), so that the collector and codegen see
+//! the same body; the MIR inliner never inlines these `#[inline(never)]` functions.
 
 use std::cell::RefCell;
-use std::iter;
 use std::sync::OnceLock;
 
 use rustc_abi::Size;
@@ -37,6 +37,7 @@ use rustc_hir::def::DefKind;
 use rustc_hir::def_id::DefId;
 use rustc_hir::definitions::DefPathData;
 use rustc_index::IndexVec;
+use rustc_middle::middle::codegen_fn_attrs::CodegenFnAttrFlags;
 use rustc_middle::mir::interpret::{Allocation, ConstAllocation, CtfeProvenance, Pointer, Scalar};
 use rustc_middle::mir::visit::{PlaceContext, Visitor};
 use rustc_middle::mir::{
@@ -114,7 +115,10 @@ fn first_module(tcx: TyCtxt<'_>, def_id: DefId) -> Option<rustc_span::Symbol> {
 
 /// What this module computes once per compilation session (keyed by the session's address,
 /// since providers are plain functions): the panic handler's declaration in `core`, if the
-/// handler is silent, and which functions of `core` end in it.
+/// handler is silent, and which functions of `core` end in it. The dependency graph sees the
+/// handler's MIR read only by the first replaced body that needed it; that suffices because a
+/// device pass builds one codegen unit, which depends on that body as on the others. Queries
+/// of their own (a change to `rustc_middle`) would record it for each.
 #[derive(Default)]
 struct Memo {
     session: usize,
@@ -167,6 +171,7 @@ fn find_silent_panic_handler(tcx: TyCtxt<'_>) -> Option<DefId> {
         Some(handler) => {
             let silent = tcx.is_mir_available(handler)
                 && matches!(tcx.def_kind(handler), DefKind::Fn)
+                && !tcx.codegen_fn_attrs(handler).flags.contains(CodegenFnAttrFlags::NAKED)
                 && !reads_first_argument(tcx.optimized_mir(handler));
             silent.then_some(declaration)
         }
@@ -196,9 +201,11 @@ fn reads_first_argument(body: &Body<'_>) -> bool {
 
 /// Whether the diverging function `def_id` of `core` can only end in the panic handler: it is
 /// in `core::panicking` (all of whose diverging functions hand a message to the handler), or
-/// each call in its body that does not return is to such a function, and it has at least one
-/// and no inline assembly. Its other calls and statements only compute the message, which the
-/// silent handler never reads.
+/// it is not generic, each call in its body that does not return is to such a function, and it
+/// has at least one, no inline assembly, no drop and no call through a function pointer: its
+/// other calls (of `core`'s own, non-generic code) and statements only compute the message,
+/// which the silent handler never reads. A function found again while it is being decided (a
+/// cycle) counts as one that need not end in the handler, which only replaces less.
 fn ends_in_panic_handler(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
     if first_module(tcx, def_id) == Some(sym::panicking) {
         return true;
@@ -206,43 +213,50 @@ fn ends_in_panic_handler(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
     if let Some(known) = with_memo(tcx, |memo| memo.ends_in_panic.get(&def_id).copied()) {
         return known;
     }
-    // A cycle proves nothing: while `def_id` is being decided, a call back to it counts as
-    // one that need not end in the handler.
     with_memo(tcx, |memo| memo.ends_in_panic.insert(def_id, false));
-    let result = tcx.is_mir_available(def_id) && {
-        let body = metadata_optimized_mir(tcx, def_id);
-        let mut panics = false;
-        let mut other_end = false;
-        for block in body.basic_blocks.iter() {
-            match &block.terminator().kind {
-                TerminatorKind::InlineAsm { .. } | TerminatorKind::TailCall { .. } => {
-                    other_end = true;
-                }
-                TerminatorKind::Call { func, target: None, .. } => match func.const_fn_def() {
-                    Some((callee, _))
-                        if diverging_core_fn(tcx, callee) && ends_in_panic_handler(tcx, callee) =>
-                    {
-                        panics = true;
+    let result = tcx.is_mir_available(def_id)
+        && !tcx.generics_of(def_id).requires_monomorphization(tcx)
+        && {
+            let body = metadata_optimized_mir(tcx, def_id);
+            let mut panics = false;
+            let mut other_end = false;
+            for block in body.basic_blocks.iter() {
+                match &block.terminator().kind {
+                    TerminatorKind::InlineAsm { .. }
+                    | TerminatorKind::TailCall { .. }
+                    | TerminatorKind::Drop { .. } => {
+                        other_end = true;
                     }
-                    _ => other_end = true,
-                },
-                _ => {}
+                    TerminatorKind::Call { func, .. } if func.const_fn_def().is_none() => {
+                        other_end = true;
+                    }
+                    TerminatorKind::Call { func, target: None, .. } => match func.const_fn_def() {
+                        Some((callee, _))
+                            if diverging_core_fn(tcx, callee)
+                                && ends_in_panic_handler(tcx, callee) =>
+                        {
+                            panics = true;
+                        }
+                        _ => other_end = true,
+                    },
+                    _ => {}
+                }
             }
-        }
-        panics && !other_end
-    };
+            panics && !other_end
+        };
     with_memo(tcx, |memo| memo.ends_in_panic.insert(def_id, result));
     result
 }
 
 /// The body that replaces the diverging function `def_id`: `handler(&ZEROED)`, where
-/// `handler` is `core`'s declaration of the panic handler and `ZEROED` a `PanicInfo` of zero
-/// bytes, which the silent handler never reads. The arguments of `def_id` (and its caller
-/// location, for `#[track_caller]`) are left unused. `None` if the handler's signature is not
-/// the one expected (`fn(&PanicInfo<'_>) -> !`).
+/// `handler` is `core`'s declaration of the panic handler and `ZEROED` as many zero bytes as a
+/// `PanicInfo` has (not a valid `PanicInfo`: its references are null), which the silent handler
+/// never reads. The arguments of `def_id` (their locals as `core`'s body declares them, and
+/// its caller location, for `#[track_caller]`) are left unused. `None` if the handler's
+/// signature is not the one expected (`fn(&PanicInfo<'_>) -> !`).
 fn handler_call_body<'tcx>(tcx: TyCtxt<'tcx>, def_id: DefId, handler: DefId) -> Option<Body<'tcx>> {
     let span = tcx.def_span(def_id);
-    let sig = tcx.instantiate_bound_regions_with_erased(tcx.fn_sig(def_id).instantiate_identity());
+    let original = metadata_optimized_mir(tcx, def_id);
     let handler_sig =
         tcx.instantiate_bound_regions_with_erased(tcx.fn_sig(handler).instantiate_identity());
     let [info_ref] = handler_sig.inputs() else { return None };
@@ -274,10 +288,12 @@ fn handler_call_body<'tcx>(tcx: TyCtxt<'tcx>, def_id: DefId, handler: DefId) -> 
             fn_span: span,
         },
     };
-    let local_decls: IndexVec<Local, LocalDecl<'tcx>> =
-        iter::once(LocalDecl::new(sig.output(), span))
-            .chain(sig.inputs().iter().map(|&ty| LocalDecl::new(ty, span).immutable()))
-            .collect();
+    let local_decls: IndexVec<Local, LocalDecl<'tcx>> = original
+        .local_decls
+        .iter()
+        .take(original.arg_count + 1)
+        .map(|decl| LocalDecl::new(decl.ty, span))
+        .collect();
     let scope = SourceScopeData {
         span,
         parent_scope: None,
@@ -291,12 +307,13 @@ fn handler_call_body<'tcx>(tcx: TyCtxt<'tcx>, def_id: DefId, handler: DefId) -> 
         IndexVec::from_elem_n(scope, 1),
         local_decls,
         IndexVec::new(),
-        sig.inputs().len(),
+        original.arg_count,
         vec![],
         span,
         None,
         None,
     );
+    body.spread_arg = original.spread_arg;
     body.phase = MirPhase::Runtime(RuntimePhase::Optimized);
     body.set_required_consts(Vec::new());
     body.set_mentioned_items(Vec::new());

@@ -24,7 +24,8 @@
 //! and this test recomputes the saxpy's checksum for both lengths. For `gfx90a,sm_90` the same
 //! kernels build and pass the vendor tools (`cargo offload` links each image with `ld.lld
 //! --no-undefined`, or `ptxas` and `nvlink`), and each GPU kernel takes a slice as two
-//! parameters, its data pointer and its length.
+//! parameters, its data pointer and its length; that program, run here without a GPU, stops at
+//! a launch with 1 GiB of `dyn_cache` with a line that names the kernel and the amount.
 
 //@ only-x86_64
 //@ needs-offload
@@ -143,4 +144,20 @@ fn main() {
         let prefix = format!("_offload_kernel_{name}_");
         assert!(ptx.keys().any(|k| k.starts_with(&prefix)), "no `{name}` among {:?}", ptx.keys());
     }
+    // No GPU here: the launch with 1 GiB of dynamic block-shared memory per block stops the
+    // program with the line that names the kernel and the amount.
+    let gpu_exe = gpu.join("target/offload/host/x86_64-unknown-linux-gnu/release/app");
+    let failed = cmd(&gpu_exe).arg("big-dyn-cache").run_fail();
+    assert_eq!(failed.status().code(), Some(1));
+    let stderr = failed.stderr_utf8();
+    let line = stderr.lines().next().unwrap_or_default();
+    assert!(
+        line.starts_with("error: the offload launch of kernel `_offload_kernel_block_sums_")
+            && line.contains(
+                "` with 1073741824 bytes of dynamic block-shared memory per block (`dyn_cache`) \
+                 failed: no offload device of this machine runs any of the program's images"
+            ),
+        "the failed launch's line: {stderr}"
+    );
+    assert!(!failed.stdout_utf8().contains("big-dyn-cache:"), "the program went on");
 }

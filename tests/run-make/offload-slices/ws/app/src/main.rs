@@ -32,6 +32,20 @@ fn main() {
         offload! { kernel = fill::<u16>, device = 99, args = (&mut v[..], 1u16) };
         unreachable!("the launch on device 99 returned");
     }
+    if argument.as_deref() == Some("big-dyn-cache") {
+        // More dynamic block-shared memory per block than any GPU has (1 GiB): a launch that
+        // fails names the kernel and the amount.
+        let values = vec![1u32; 256];
+        let mut sums = vec![0u32; 1];
+        offload! {
+            kernel = block_sums,
+            thread_dim = [256, 1, 1],
+            dyn_cache = 1 << 30,
+            args = (&values[..], &mut sums[..]),
+        }
+        println!("big-dyn-cache: {}", sums[0]);
+        return;
+    }
     if argument.as_deref() == Some("devices") {
         // Upstream's way to learn the device numbers, and a launch on the last one.
         let count = core::intrinsics::offload_get_num_devices();
