@@ -341,7 +341,9 @@ def unrelated_functions(n):
     return "\n".join(out)
 
 
-ROOTS = ["offload_example"] + [f"suite_{n}" for n in SCALING] + [SUITE_195]
+# The bundled example, input (b).
+EXAMPLE = "offload_example"
+ROOTS = [EXAMPLE] + [f"suite_{n}" for n in SCALING] + [SUITE_195]
 # The offload authors' configuration of base, for input (d): its package and mode; the same
 # build by the stock compiler.
 LTO_PACKAGE, LTO_MODE, STOCK_LTO_MODE = "suite_195_lto", "base-lto", "stock-lto"
@@ -443,8 +445,9 @@ class Bench:
                    CARGO_TARGET_DIR=target_dir, OFFLOAD_BENCH_TARGET=target, OFFLOAD_BENCH_LOG=log_path,
                    OFFLOAD_BENCH_FLAGS=json.dumps(flags),
                    # The rustup toolchain has no rust-src component (and rustup's server is out
-                   # of reach): both compilers build `core` from the upstream source we build.
-                   __CARGO_TESTS_ONLY_SRC_ROOT=os.path.join(self.args.tree, "library"))
+                   # of reach): both compilers build `core` from upstream's source, ours with our
+                   # patches, stock without them (ours uses built-in macros that stock lacks).
+                   __CARGO_TESTS_ONLY_SRC_ROOT=self.library_of(warm_from or mode))
         if mode == "floor":
             env["OFFLOAD_BENCH_EMIT"] = "dep-info,metadata"
         if images:
@@ -453,6 +456,10 @@ class Bench:
         if emit_bc:
             env["OFFLOAD_BENCH_EMIT_BC"] = "1"
         cmd = [self.args.cargo, verb, "--release", "-j1", "--target", target, "--workspace"]
+        if self.rustc.get(warm_from or mode) == self.args.stock and (warm_from or mode) not in LTO_MODES:
+            # The example uses the fork's `core::offload` (its index functions), which stock's
+            # `core` lacks: stock builds the other inputs, and row (b) has no stock cells.
+            cmd += ["--exclude", EXAMPLE]
         if build_std:
             cmd.append("-Zbuild-std=core")
         out_path = os.path.join(self.work, "cargo.log")
@@ -470,6 +477,13 @@ class Bench:
                 self.samples.append(dict(run=run_index, target=label_target or target, mode=mode,
                                          crate=entry["crate"],
                                          seconds=entry["seconds"], max_rss_kib=entry["max_rss_kib"]))
+
+    def library_of(self, mode):
+        """The `library/` whose `core` `-Zbuild-std` builds for `mode`: upstream's for the stock
+        compiler (`--stock-library`), the tree's, with our patches, for ours."""
+        if self.rustc.get(mode, self.args.ours) == self.args.stock:
+            return self.args.stock_library or os.path.join(self.args.tree, "library")
+        return os.path.join(self.args.tree, "library")
 
     def device_flags(self, target, mode):
         common = ["-Zunstable-options"]
@@ -615,6 +629,9 @@ class Bench:
         """The crates of a build of `roots`: the `core` graph (every crate but the roots) and
         the given roots."""
         all_crates = {s["crate"] for s in self.samples if s["target"] == target and s["mode"] == mode}
+        if roots and not any(r in all_crates for r in roots):
+            # A mode that did not build the row's root (stock and the example) has no cells.
+            return []
         return sorted(c for c in all_crates if c not in ROOTS or c in roots)
 
     def per_run(self, target, mode, crates, key):
@@ -898,7 +915,9 @@ class Bench:
             "configure it: the 1.95-style suite as a `cdylib` with `lto = \"fat\"` and `panic = \"abort\"` "
             "(the standard crates emit bitcode only; its functions and bytes are the LTO'd image's). "
             "stock and base build the suite with `--cfg offload_base` (its four launched generic "
-            "instances as non-generic kernels). What users get: ours-toolchain ((b), (c) and (d)) = ours "
+            "instances as non-generic kernels). stock builds upstream's `core` (without the fork's "
+            "patches) and not the example, which uses the fork's `core::offload`: (b) has no stock cells. "
+            "What users get: ours-toolchain ((b), (c) and (d)) = ours "
             "with `core` from the toolchain's device sysroot (`--sysroot`, built with `-Zalways-encode-mir`) "
             "and no `-Zbuild-std`, so its seconds are the root crate's alone; stock-lto ((d)) = stock "
             "building base-lto's `cdylib` (on nvptx linked by our `llvm-bitcode-linker`, which rustup's "
@@ -1033,7 +1052,9 @@ class Bench:
             width = 0.2
             for j, mode in enumerate(MODES):
                 xs = [k + (j - 1.5) * width for k in range(len(trows))]
-                ax.bar(xs, [r[f"{mode}_s"] for r in trows], width, label=mode, color=colors[mode])
+                # No bar where a mode did not build the input (stock and the example).
+                heights = [r[f"{mode}_s"] if r[f"{mode}_s"] is not None else float("nan") for r in trows]
+                ax.bar(xs, heights, width, label=mode, color=colors[mode])
             ax.set_xticks(range(len(trows)))
             ax.set_xticklabels([r["input"] for r in trows])
             ax.set_ylabel("device pass, s (median)")
@@ -1155,6 +1176,8 @@ def main():
     p.add_argument("--stock", required=True, help="the rustup 1.95.0 rustc")
     p.add_argument("--cargo", required=True, help="cargo 1.95.0")
     p.add_argument("--tree", required=True, help="the materialized upstream tree (its library/ is built)")
+    p.add_argument("--stock-library", help="upstream's library/ without our patches, where the stock compiler "
+                   "builds `core` (default: the tree's)")
     p.add_argument("--example", required=True)
     p.add_argument("--suite", required=True)
     p.add_argument("--suite-195", help="input (d), the 1.95-style suite (default: suite_195.rs beside --suite)")

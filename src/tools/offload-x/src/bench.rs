@@ -4,16 +4,19 @@
 //! our stage-1 rustc and the rustup 1.95.0 rustc run, beside trixie's LLVM tools); see its
 //! documentation for what it compiles and reports. This module builds what is missing,
 //! installs trixie's `python3-matplotlib` into the sysroot once (for the plot; without it the
-//! benchmark still writes its tables), and passes the paths. `ARGS` go to the script
+//! benchmark still writes its tables), extracts upstream's `library/` for the stock
+//! compiler's `-Zbuild-std` ([`upstream_library`]), and passes the paths. `ARGS` go to the script
 //! (`--runs N`, `--targets T...`, `--update-readme README.md`, `--from-json FILE
 //! [--reinspect]`).
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::fs;
+use std::path::{Path, PathBuf};
 
 use crate::cache::{Cache, stage0_toolchain};
 use crate::sysroot::Enter;
-use crate::ui::{Failure, Result, Timer, fail, say};
+use crate::ui::{Failure, Result, Timer, fail, run_captured, say};
+use crate::upstream::{BASE_BRANCH, git};
 
 const STEP: &str = "BENCH";
 
@@ -44,6 +47,49 @@ fn ensure_matplotlib(project: &Path, cache: &Cache) -> Result<()> {
     Ok(())
 }
 
+/// Upstream's `library/`, without our patches, where the stock compiler's `-Zbuild-std` builds
+/// `core`: ours declares built-in macros that rustup's 1.95.0 lacks (`offload_kernel`), so
+/// stock cannot build it. Extracted from branch `upstream` of the tree's git directory into
+/// `<cache>/upstream-library/library`, once per upstream commit (`.commit` records it), with
+/// the lock file that the vendored build wrote into the tree's `library/` (upstream's is kept
+/// as `Cargo.lock.orig`). Returns that `library/`.
+fn upstream_library(cache: &Cache) -> Result<PathBuf> {
+    let io = |e: std::io::Error, what: &Path| Failure {
+        step: STEP,
+        message: format!("{}: {e}", what.display()),
+    };
+    let root = cache.root.join("upstream-library");
+    let library = root.join("library");
+    let stamp = root.join(".commit");
+    let out = run_captured(STEP, git(cache).args(["rev-parse", BASE_BRANCH]))?;
+    let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if fs::read_to_string(&stamp).is_ok_and(|s| s == commit) && library.is_dir() {
+        return Ok(library);
+    }
+    let timer = Timer::start(STEP, "extracting upstream's library/ for the stock compiler");
+    if root.exists() {
+        fs::remove_dir_all(&root).map_err(|e| io(e, &root))?;
+    }
+    fs::create_dir_all(&root).map_err(|e| io(e, &root))?;
+    let archive = root.join("library.tar");
+    let archive_arg = format!("--output={}", archive.display());
+    run_captured(
+        STEP,
+        git(cache).args(["archive", "--format=tar", &archive_arg, BASE_BRANCH]).arg("library"),
+    )?;
+    run_captured(
+        STEP,
+        std::process::Command::new("tar").arg("-xf").arg(&archive).arg("-C").arg(&root),
+    )?;
+    fs::remove_file(&archive).map_err(|e| io(e, &archive))?;
+    let lock = cache.tree().join("library/Cargo.lock");
+    let lock = if lock.exists() { lock } else { cache.tree().join("library/Cargo.lock.orig") };
+    fs::copy(&lock, library.join("Cargo.lock")).map_err(|e| io(e, &lock))?;
+    fs::write(&stamp, &commit).map_err(|e| io(e, &stamp))?;
+    timer.done();
+    Ok(library)
+}
+
 /// `./x.py bench ARGS`.
 pub fn run(project: &Path, cache: &Cache, args: Vec<OsString>) -> Result<()> {
     // `--from-json` only redoes the reports of an earlier run.
@@ -51,6 +97,7 @@ pub fn run(project: &Path, cache: &Cache, args: Vec<OsString>) -> Result<()> {
         crate::commands::build(project, cache)?;
     }
     ensure_matplotlib(project, cache)?;
+    let stock_library = upstream_library(cache)?;
     let stock = stage0_toolchain().join("bin/rustc");
     let path = |p: &Path| p.display().to_string();
     let script: Vec<OsString> = [
@@ -63,6 +110,8 @@ pub fn run(project: &Path, cache: &Cache, args: Vec<OsString>) -> Result<()> {
         path(&stage0_toolchain().join("bin/cargo")),
         "--tree".into(),
         path(&cache.tree()),
+        "--stock-library".into(),
+        path(&stock_library),
         "--example".into(),
         path(&project.join("src/offload-example/lib.rs")),
         "--suite".into(),
