@@ -25,15 +25,14 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
 
 #[rustc_offload_kernel]
 pub fn gather(out: *mut f32, x: *const f32, idx: *const u32, n: usize) {
-    let (out, x, idx) = unsafe {
-        (
-            core::slice::from_raw_parts_mut(out, n),
-            core::slice::from_raw_parts(x, n),
-            core::slice::from_raw_parts(idx, n),
-        )
-    };
-    for i in 0..n {
-        out[i] = x[idx[i] as usize];
+    // Bounds-checked indexing of both slices: `panic_bounds_check`.
+    let out = unsafe { core::slice::from_raw_parts_mut(out, n) };
+    let (x, idx) =
+        unsafe { (core::slice::from_raw_parts(x, n), core::slice::from_raw_parts(idx, n)) };
+    let mut i = 0;
+    while i < n {
+        out[idx[i] as usize % n] += x[idx[(i + 1) % n] as usize];
+        i += 1;
     }
 }
 
