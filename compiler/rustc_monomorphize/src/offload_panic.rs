@@ -130,17 +130,17 @@ thread_local! {
     static MEMO: RefCell<Memo> = RefCell::new(Memo::default());
 }
 
-/// Runs `f` on this session's memo. The memo is taken out while `f` runs, so that queries that
-/// `f` starts may come back here (they then work on an empty memo, which is only slower).
+/// Runs `f` on this session's memo. `f` only reads or writes the memo: the queries and the
+/// recursion of the callers run between two calls, never inside one.
 fn with_memo<R>(tcx: TyCtxt<'_>, f: impl FnOnce(&mut Memo) -> R) -> R {
     let session = tcx.sess as *const _ as usize;
-    let mut memo = MEMO.with(|memo| std::mem::take(&mut *memo.borrow_mut()));
-    if memo.session != session {
-        memo = Memo { session, ..Memo::default() };
-    }
-    let result = f(&mut memo);
-    MEMO.with(|slot| *slot.borrow_mut() = memo);
-    result
+    MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.session != session {
+            *memo = Memo { session, ..Memo::default() };
+        }
+        f(&mut memo)
+    })
 }
 
 /// `core`'s declaration of the panic handler (`panic_impl`, called by `core::panicking::
