@@ -48,7 +48,7 @@ use rustc_middle::mir::{
 use rustc_middle::queries::ExternProviders;
 use rustc_middle::ty::{self, TyCtxt};
 use rustc_span::source_map::Spanned;
-use rustc_span::sym;
+use rustc_span::{Span, sym};
 use rustc_target::spec::PanicStrategy;
 
 use crate::offload_image::{foreign_definition, weak_lang_item};
@@ -94,15 +94,26 @@ fn optimized_mir<'tcx>(tcx: TyCtxt<'tcx>, def_id: DefId) -> &'tcx Body<'tcx> {
 /// Whether `def_id` is a function of `core` that never returns, under the manifest-driven
 /// device pass with `panic=abort`: the functions this module may replace. `core::offload` is
 /// left out: its CPU device functions that never return end the program themselves.
-fn diverging_core_fn(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
-    tcx.sess.opts.offload_device_manifest().is_some()
-        && tcx.sess.panic_strategy() == PanicStrategy::Abort
+pub(crate) fn diverging_core_fn(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
+    device_pass_with_abort(tcx)
         && tcx.crate_name(def_id.krate) == sym::core
         && matches!(tcx.def_kind(def_id), DefKind::Fn | DefKind::AssocFn)
         && !tcx.is_foreign_item(def_id)
         && tcx.intrinsic(def_id).is_none()
         && first_module(tcx, def_id) != Some(sym::offload)
         && tcx.fn_sig(def_id).skip_binder().output().skip_binder().is_never()
+}
+
+/// Whether this is a manifest-driven device pass with `panic=abort`, where a panic ends in the
+/// handler and nothing unwinds, and without incremental compilation: the decisions of this
+/// module and of `offload_panic_paths` are memoized outside the query system, so the
+/// dependency graph sees what they read only through the first query that asked, and a result
+/// cached on disk could disagree with one computed anew (`cargo offload` builds device passes
+/// without incremental compilation).
+pub(crate) fn device_pass_with_abort(tcx: TyCtxt<'_>) -> bool {
+    tcx.sess.opts.offload_device_manifest().is_some()
+        && tcx.sess.panic_strategy() == PanicStrategy::Abort
+        && tcx.sess.opts.incremental.is_none()
 }
 
 /// The module of the crate root that `def_id` is in, if any.
@@ -148,7 +159,7 @@ fn with_memo<R>(tcx: TyCtxt<'_>, f: impl FnOnce(&mut Memo) -> R) -> R {
 /// codegen backend defines a trap), or the optimized MIR of its `#[panic_handler]` never reads
 /// the `&PanicInfo`. `None` also where `panic_fmt` does not call the handler (a `core` built
 /// with `panic=immediate-abort`).
-fn silent_panic_handler(tcx: TyCtxt<'_>) -> Option<DefId> {
+pub(crate) fn silent_panic_handler(tcx: TyCtxt<'_>) -> Option<DefId> {
     if let Some(known) = with_memo(tcx, |memo| memo.handler) {
         return known;
     }
@@ -206,7 +217,7 @@ fn reads_first_argument(body: &Body<'_>) -> bool {
 /// other calls (of `core`'s own, non-generic code) and statements only compute the message,
 /// which the silent handler never reads. A function found again while it is being decided (a
 /// cycle) counts as one that need not end in the handler, which only replaces less.
-fn ends_in_panic_handler(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
+pub(crate) fn ends_in_panic_handler(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
     if first_module(tcx, def_id) == Some(sym::panicking) {
         return true;
     }
@@ -249,33 +260,14 @@ fn ends_in_panic_handler(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
 }
 
 /// The body that replaces the diverging function `def_id`: `handler(&ZEROED)`, where
-/// `handler` is `core`'s declaration of the panic handler and `ZEROED` as many zero bytes as a
-/// `PanicInfo` has (not a valid `PanicInfo`: its references are null), which the silent handler
-/// never reads. The arguments of `def_id` (their locals as `core`'s body declares them, and
-/// its caller location, for `#[track_caller]`) are left unused. `None` if the handler's
-/// signature is not the one expected (`fn(&PanicInfo<'_>) -> !`).
+/// `handler` is `core`'s declaration of the panic handler (see [`zeroed_panic_info`]). The
+/// arguments of `def_id` (their locals as `core`'s body declares them, and its caller location,
+/// for `#[track_caller]`) are left unused. `None` if the handler's signature is not the one
+/// expected (`fn(&PanicInfo<'_>) -> !`).
 fn handler_call_body<'tcx>(tcx: TyCtxt<'tcx>, def_id: DefId, handler: DefId) -> Option<Body<'tcx>> {
     let span = tcx.def_span(def_id);
     let original = metadata_optimized_mir(tcx, def_id);
-    let handler_sig =
-        tcx.instantiate_bound_regions_with_erased(tcx.fn_sig(handler).instantiate_identity());
-    let [info_ref] = handler_sig.inputs() else { return None };
-    let info = info_ref.builtin_deref(true)?;
-    let layout = tcx.layout_of(ty::TypingEnv::fully_monomorphized().as_query_input(info)).ok()?;
-    let zeroed = Allocation::from_bytes(
-        vec![0u8; usize::try_from(layout.size.bytes()).ok()?],
-        layout.align.abi,
-        Mutability::Not,
-        (),
-    );
-    let zeroed: ConstAllocation<'tcx> = tcx.mk_const_alloc(zeroed);
-    let alloc_id = tcx.reserve_and_set_memory_alloc(zeroed);
-    let pointer = Pointer::new(CtfeProvenance::from(alloc_id).as_immutable(), Size::ZERO);
-    let info_arg = Operand::Constant(Box::new(ConstOperand {
-        span,
-        user_ty: None,
-        const_: Const::Val(ConstValue::Scalar(Scalar::from_pointer(pointer, &tcx)), *info_ref),
-    }));
+    let info_arg = zeroed_panic_info(tcx, handler, span)?;
     let call = Terminator {
         source_info: SourceInfo::outermost(span),
         kind: TerminatorKind::Call {
@@ -318,4 +310,34 @@ fn handler_call_body<'tcx>(tcx: TyCtxt<'tcx>, def_id: DefId, handler: DefId) -> 
     body.set_required_consts(Vec::new());
     body.set_mentioned_items(Vec::new());
     Some(body)
+}
+
+/// The argument of a call of `core`'s panic handler declaration `handler` from a path that can
+/// only end in a silent handler: a `&PanicInfo` to as many zero bytes as a `PanicInfo` has (not
+/// a valid `PanicInfo`: its references are null), which such a handler never reads. `None` if
+/// the handler's signature is not the one expected (`fn(&PanicInfo<'_>) -> !`).
+pub(crate) fn zeroed_panic_info<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    handler: DefId,
+    span: Span,
+) -> Option<Operand<'tcx>> {
+    let handler_sig =
+        tcx.instantiate_bound_regions_with_erased(tcx.fn_sig(handler).instantiate_identity());
+    let [info_ref] = handler_sig.inputs() else { return None };
+    let info = info_ref.builtin_deref(true)?;
+    let layout = tcx.layout_of(ty::TypingEnv::fully_monomorphized().as_query_input(info)).ok()?;
+    let zeroed = Allocation::from_bytes(
+        vec![0u8; usize::try_from(layout.size.bytes()).ok()?],
+        layout.align.abi,
+        Mutability::Not,
+        (),
+    );
+    let zeroed: ConstAllocation<'tcx> = tcx.mk_const_alloc(zeroed);
+    let alloc_id = tcx.reserve_and_set_memory_alloc(zeroed);
+    let pointer = Pointer::new(CtfeProvenance::from(alloc_id).as_immutable(), Size::ZERO);
+    Some(Operand::Constant(Box::new(ConstOperand {
+        span,
+        user_ty: None,
+        const_: Const::Val(ConstValue::Scalar(Scalar::from_pointer(pointer, &tcx)), *info_ref),
+    })))
 }

@@ -20,7 +20,11 @@
 //! match the host, with the default workers and with one, and so does the block sum in the
 //! dynamic block-shared memory that `core::offload::launch` gives it. A kernel whose thread 0
 //! returns before a barrier that the block's other threads wait at stops the program with a
-//! line that names the kernel and the block, by `SIGABRT`.
+//! line that names the kernel and the block, by `SIGABRT`. A work item that overflows its stack
+//! (a kernel with barriers, whose work items run on stacks of their own) or writes to an
+//! unmapped address stops the program with a line that names it and the cause, by `SIGSEGV`,
+//! with one worker and with four, and the overflow also when launched from a thread that has
+//! no alternate signal stack, for which the runner maps one.
 //!
 //! Built for `gfx90a,sm_90` the same kernels pass the vendor tools (`cargo offload` links each
 //! image with `ld.lld --no-undefined`, or `ptxas` and `nvlink`), and a kernel written with
@@ -209,6 +213,36 @@ fn main() {
     );
     assert!(!failed.stdout_utf8().contains("the launch returned"));
     assert_eq!(failed.status().signal(), Some(6), "{:?}", failed.status());
+
+    // A work item that overflows its stack (in a kernel with barriers, whose work items have
+    // stacks of their own) or writes where no memory is: one line that names it and the cause,
+    // then the program ends by `SIGSEGV`, as without the line.
+    let overflow_place =
+        "block (1, 0, 0) thread (3, 0, 0) of its launch over blocks [2, 1, 1] of threads [8, 1, 1]";
+    let overflow_cause = "(signal 11: the work item overflowed its stack, which has 252 KiB on \
+                          the CPU device in a kernel with barriers)";
+    for (mode, kernel, place, cause) in [
+        ("overflow", "deep_stack", overflow_place, overflow_cause),
+        ("overflow-bare-thread", "deep_stack", overflow_place, overflow_cause),
+        (
+            "fault",
+            "bad_address",
+            "block (2, 0, 0) thread (5, 0, 0) of its launch over blocks [4, 1, 1] of threads \
+             [8, 1, 1]",
+            "(signal 11: an invalid memory access or a stack overflow)",
+        ),
+    ] {
+        for workers in ["1", "4"] {
+            let failed = cmd(&exe).arg(mode).env("RUST_OFFLOAD_CPU_WORKERS", workers).run_fail();
+            let stderr = failed.stderr_utf8();
+            let prefix = format!("error: the offload kernel `_offload_kernel_{kernel}_");
+            let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&prefix)).collect();
+            assert_eq!(lines.len(), 1, "{mode}, {workers} workers: {stderr}");
+            assert!(lines[0].contains(place) && lines[0].ends_with(cause), "{}", lines[0]);
+            assert!(!failed.stdout_utf8().contains("the launch returned"));
+            assert_eq!(failed.status().signal(), Some(11), "{mode}: {:?}", failed.status());
+        }
+    }
 
     // The GPU images of the same kernels: `cargo offload` has each pass the vendor tools.
     let gpu = cwd().join("gpu");

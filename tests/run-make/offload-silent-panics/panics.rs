@@ -2,8 +2,10 @@
 // (`panic_bounds_check`, `usize` as `Display`), a range of a slice (`slice_index_fail`), an
 // `assert_eq!` of floats (`assert_failed`, `f32` as `Debug`: float formatting), a `str` cut
 // off inside a character (`str::slice_error_fail`, `char` as `Debug`: Unicode tables),
-// `Option::unwrap` and a division. The panic handler is chosen by `--cfg`: none (the device
-// pass gives the image a trap), `loop {}`, or one that reads its `PanicInfo`.
+// `Option::unwrap`, a division, and `f32::clamp`, a function that returns but builds the
+// message of its `assert!` (`f32` as `Debug`) in its own body (patch 0035). The panic handler
+// is chosen by `--cfg`: none (the device pass gives the image a trap), `loop {}`, or one that
+// reads its `PanicInfo`.
 
 #![feature(rustc_attrs, core_intrinsics)]
 #![no_std]
@@ -67,6 +69,14 @@ pub fn divide(a: *mut u32, d: *const u32, n: usize) {
     }
 }
 
+#[rustc_offload_kernel]
+pub fn limit(v: *mut f32, n: usize, low: f32, high: f32) {
+    let v = unsafe { core::slice::from_raw_parts_mut(v, n) };
+    for x in v {
+        *x = x.clamp(low, high);
+    }
+}
+
 /// Launches every kernel.
 #[cfg(target_arch = "x86_64")]
 pub fn run_all(f: &mut [f32; 64], u: &mut [u32; 64], b: &[u8; 64]) {
@@ -79,4 +89,5 @@ pub fn run_all(f: &mut [f32; 64], u: &mut [u32; 64], b: &[u8; 64]) {
     offload::<_, _, ()>(checked, one, one, (fp, fp as *const f32));
     offload::<_, _, ()>(text, one, one, (up, b.as_ptr(), n, 7usize));
     offload::<_, _, ()>(divide, one, one, (up, up as *const u32, n));
+    offload::<_, _, ()>(limit, one, one, (fp, n, -1.0f32, 1.0f32));
 }

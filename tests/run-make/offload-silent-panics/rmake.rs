@@ -1,12 +1,15 @@
-//! Panics that only reach a silent handler (patch 0033): the device pass calls the handler
-//! from `core`'s diverging panic functions directly, so that what formats the messages, which
-//! such a handler never reads, is neither collected nor codegened. Five kernels reach the
-//! panics that format the most (`panics.rs`). For each handler (none: the image's trap; a
-//! `loop {}`; one that reads its `PanicInfo`) and both GPU targets, the image is built at
-//! opt-level 0, where LLVM keeps what the collector gave it, and at 3: with a silent handler
-//! it defines nothing of `core::fmt`, float formatting or the Unicode tables, and
-//! `panic_bounds_check` calls the handler; with a handler that reads its argument the
-//! formatting is still collected (asserted at opt-level 0, where LLVM removes none of it).
+//! Panics that only reach a silent handler (patches 0033 and 0035): the device pass calls the
+//! handler from `core`'s diverging panic functions directly, and from the blocks of other
+//! functions that can only end in a panic (`f32::clamp`'s failed `assert!`), so that what
+//! formats the messages, which such a handler never reads, is neither collected nor codegened.
+//! Six kernels reach the panics that format the most (`panics.rs`). For each handler (none: the
+//! image's trap; a `loop {}`; one that reads its `PanicInfo`) and both GPU targets, the image is
+//! built at opt-level 0, where LLVM keeps what the collector gave it, and at 3: with a silent
+//! handler it defines nothing of `core::fmt`, float formatting or the Unicode tables, and
+//! `panic_bounds_check` and `f32::clamp` call the handler; with a handler that reads its
+//! argument the formatting is still collected, `clamp`'s included (asserted at opt-level 0,
+//! where LLVM removes none of it). A write through a pointer on the way to a panic stays
+//! (`kept.rs`: the block that writes is not one that only ends in the handler).
 //! Every image exports exactly the manifest's kernels, defines every function it calls, and
 //! passes the vendors' tools.
 
@@ -14,7 +17,7 @@
 //@ needs-llvm-components: amdgpu nvptx
 //@ only-x86_64
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use run_make_support::serde_json::{self, Value};
 use run_make_support::{cwd, rfs};
@@ -32,24 +35,22 @@ use helpers::{
 /// that panics with a message calls itself, are not among them.)
 const FORMATTING: &[&str] = &["9Formatter", "3fmt3num", "3fmt5float", "7flt2dec", "7unicode"];
 
+/// The GPU targets, with the CPU each is built for.
+const TARGETS: [(&str, Option<&str>); 2] =
+    [("amdgcn-amd-amdhsa", Some("gfx90a")), ("nvptx64-nvidia-cuda", None)];
+
 fn main() {
-    let manifest = cwd().join("panics.manifest.json");
-    rustc()
-        .input("panics.rs")
-        .crate_type("lib")
-        .edition("2024")
-        .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
-        .run();
+    let manifest = host_metadata_pass("panics");
     let json: Value = serde_json::from_str(&rfs::read_to_string(&manifest)).unwrap();
     let symbols = manifest_symbols(&json);
-    assert_eq!(symbols.len(), 5, "the manifest's kernels: {symbols:?}");
+    assert_eq!(symbols.len(), 6, "the manifest's kernels: {symbols:?}");
 
-    for (target, cpu) in [("amdgcn-amd-amdhsa", Some("gfx90a")), ("nvptx64-nvidia-cuda", None)] {
+    for (target, cpu) in TARGETS {
         for handler in ["none", "loop", "reads"] {
             for opt in ["0", "3"] {
                 let dir = cwd().join(format!("{target}-{handler}-O{opt}"));
-                rfs::create_dir_all(&dir);
-                device_pass(&manifest, target, cpu, handler, opt, &dir);
+                let cfg = (handler != "none").then(|| format!("handler_{handler}"));
+                device_pass("panics", &manifest, target, cpu, cfg.as_deref(), opt, &dir);
                 let ir = image_ir(&dir.join("host.out"), target);
                 let what = format!("{target}, handler {handler}, -O{opt}");
                 assert_eq!(exported_functions(&ir), symbols, "{what}: the image's exports");
@@ -65,6 +66,11 @@ fn main() {
                     // At opt-level 3 LLVM may still find part of it dead; at 0 it keeps all.
                     if opt == "0" {
                         assert!(formatting > 0, "{what}: the messages' formatting is gone");
+                        let clamp = function_calls(&ir, "3f32f5clamp", &what);
+                        assert!(
+                            clamp.iter().any(|call| call.contains("9panic_fmt")),
+                            "{what}: `f32::clamp` no longer formats its message: {clamp:?}"
+                        );
                     }
                 } else {
                     assert_eq!(formatting, 0, "{what}: formatting the handler never reads");
@@ -77,20 +83,53 @@ fn main() {
             }
         }
     }
+    kept_write();
 }
 
-/// The device pass of `panics.rs` for `target` with the handler `handler`.
+/// `kept.rs`: at both opt-levels, on both targets, the image still stores `0x5eed` (24301)
+/// through the kernel's pointer before the panic.
+fn kept_write() {
+    let manifest = host_metadata_pass("kept");
+    for (target, cpu) in TARGETS {
+        for opt in ["0", "3"] {
+            let dir = cwd().join(format!("kept-{target}-O{opt}"));
+            device_pass("kept", &manifest, target, cpu, None, opt, &dir);
+            let ir = image_ir(&dir.join("host.out"), target);
+            assert!(
+                ir.lines().any(|l| l.contains("store i32 24301, ptr")),
+                "{target}, -O{opt}: the write before the panic is gone\n{ir}"
+            );
+        }
+    }
+}
+
+/// The host metadata pass of `<name>.rs`: its manifest.
+fn host_metadata_pass(name: &str) -> PathBuf {
+    let manifest = cwd().join(format!("{name}.manifest.json"));
+    rustc()
+        .input(format!("{name}.rs"))
+        .crate_type("lib")
+        .edition("2024")
+        .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
+        .run();
+    manifest
+}
+
+/// The device pass of `<name>.rs` for `target`, into `dir`, with `--cfg cfg` if given (which
+/// chooses the panic handler of `panics.rs`).
 fn device_pass(
+    name: &str,
     manifest: &Path,
     target: &str,
     cpu: Option<&str>,
-    handler: &str,
+    cfg: Option<&str>,
     opt: &str,
     dir: &Path,
 ) {
+    rfs::create_dir_all(dir);
     let mut rustc = rustc();
     rustc
-        .input("panics.rs")
+        .input(format!("{name}.rs"))
         .crate_type("lib")
         .edition("2024")
         .target(target)
@@ -98,8 +137,8 @@ fn device_pass(
         .opt_level(opt)
         .out_dir(dir)
         .arg(format!("-Zoffload=Device={}", manifest.display()));
-    if handler != "none" {
-        rustc.cfg(&format!("handler_{handler}"));
+    if let Some(cfg) = cfg {
+        rustc.cfg(cfg);
     }
     if let Some(cpu) = cpu {
         rustc.target_cpu(cpu);
@@ -108,18 +147,27 @@ fn device_pass(
 }
 
 /// At opt-level 0, `core::panicking::panic_bounds_check` is still a function of the image:
-/// its body is one call of the panic handler (`rust_begin_unwind`).
+/// its body is one call of the panic handler (`rust_begin_unwind`); and `f32::clamp` (which
+/// returns) calls nothing but the handler either, where its failed `assert!` formatted `f32`s.
 fn assert_calls_handler(ir: &str, what: &str) {
+    for function in ["panicking18panic_bounds_check", "3f32f5clamp"] {
+        let calls = function_calls(ir, function, what);
+        assert!(
+            calls.len() == 1 && calls[0].contains("rust_begin_unwind"),
+            "{what}: `{function}` calls {calls:?}"
+        );
+    }
+}
+
+/// The calls (but of LLVM's intrinsics) in the body of the function of `ir` whose symbol
+/// contains `function`.
+fn function_calls<'a>(ir: &'a str, function: &str, what: &str) -> Vec<&'a str> {
     let start = ir
         .match_indices("\ndefine ")
         .map(|(at, _)| at)
-        .find(|&at| ir[at + 1..].lines().next().unwrap().contains("panicking18panic_bounds_check"))
-        .unwrap_or_else(|| panic!("{what}: no `panic_bounds_check` defined in the image\n{ir}"));
+        .find(|&at| ir[at + 1..].lines().next().unwrap().contains(function))
+        .unwrap_or_else(|| panic!("{what}: no `{function}` defined in the image\n{ir}"));
     let body = &ir[start..];
     let body = &body[..body.find("\n}").unwrap()];
-    let calls: Vec<&str> = body.lines().filter(|l| l.contains("call ")).collect();
-    assert!(
-        calls.len() == 1 && calls[0].contains("rust_begin_unwind"),
-        "{what}: `panic_bounds_check` calls {calls:?}"
-    );
+    body.lines().filter(|l| l.contains("call ") && !l.contains("@llvm.")).collect()
 }

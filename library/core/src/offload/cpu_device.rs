@@ -20,10 +20,13 @@
 //! kernel's body is inlined), then y, then z. The launch returns when every block has run.
 //!
 //! A work item that ends the program by a signal (`SIGILL` of the trap that a panic handler's
-//! `core::intrinsics::abort()` executes, `SIGTRAP`, `SIGABRT`, `SIGFPE`) prints one line
-//! first, on standard error, naming the kernel (its symbol), the work item and the launch's
-//! grid; the program then ends by the signal as it would have. The handler is installed at the
-//! first launch; a signal outside any work item goes to the handler that was there before.
+//! `core::intrinsics::abort()` executes, `SIGTRAP`, `SIGABRT`, `SIGFPE`, and `SIGSEGV` or
+//! `SIGBUS` of an invalid memory access or a stack overflow) prints one line first, on standard
+//! error, naming the kernel (its symbol), the work item, the launch's grid and the cause; the
+//! program then ends by the signal as it would have. The handler is installed at the first
+//! launch and runs on an alternate signal stack (each worker thread gets one, and the launching
+//! thread one for the launch if it has none), so that a work item that overflowed its stack is
+//! named too; a signal outside any work item goes to the handler that was there before.
 //!
 //! **Barriers.** A kernel that reaches [`sync_threads`] (the device pass tells the runner, see
 //! [`KERNEL_SYNCS`]) runs each block's threads as fibers on the worker's thread, each work item
@@ -35,8 +38,8 @@
 //! GPUs, where threads that have exited are no longer waited for. The switch saves and restores
 //! the callee-saved general registers in a few instructions (x86-64 only); the SSE and x87
 //! control words are the worker's, shared by the block's work items. A work item's stack is
-//! smaller than a thread's; overflowing it hits its guard page (`SIGSEGV`, without a line that
-//! names the work item). Block-shared memory (`core::offload::block_shared!`) is a
+//! smaller than a thread's; overflowing it hits its guard page, and the line names the work
+//! item and the stack's size. Block-shared memory (`core::offload::block_shared!`) is a
 //! thread-local of the image, so each worker's block, whose fibers all run on the worker's
 //! thread, has its own.
 //!
@@ -131,6 +134,7 @@ unsafe extern "C" {
     fn sysconf(name: c_int) -> c_long;
     fn getenv(name: *const c_char) -> *const c_char;
     fn sigaction(signum: c_int, act: *const SigAction, old: *mut SigAction) -> c_int;
+    fn sigaltstack(stack: *const SignalStack, old: *mut SignalStack) -> c_int;
     fn raise(signum: c_int) -> c_int;
     fn write(fd: c_int, buf: *const c_void, count: usize) -> isize;
     fn mmap(
@@ -157,20 +161,59 @@ struct SigAction {
     restorer: usize,
 }
 
-/// The signals that end a work item which traps or aborts: `SIGILL`, `SIGTRAP`, `SIGABRT` and
-/// `SIGFPE` (their numbers on Linux).
-const FATAL_SIGNALS: [c_int; 4] = [4, 5, 6, 8];
+/// The signals that end a work item which traps, aborts or accesses memory it may not:
+/// `SIGILL`, `SIGTRAP`, `SIGABRT`, `SIGBUS`, `SIGFPE` and `SIGSEGV` (their numbers on Linux).
+const FATAL_SIGNALS: [c_int; 6] = [4, 5, 6, 7, 8, 11];
+/// `SIGBUS` and `SIGSEGV`: an invalid memory access, or a stack overflow.
+const MEMORY_SIGNALS: [c_int; 2] = [7, 11];
+/// `sa_flags` of our handler: `SA_SIGINFO` (the handler gets the fault's address) and
+/// `SA_ONSTACK` (it runs on the thread's alternate signal stack, if any).
+const SA_SIGINFO_ONSTACK: c_int = SA_SIGINFO | 0x0800_0000;
+/// `SA_SIGINFO`: the handler takes the `siginfo_t` and the context too.
+const SA_SIGINFO: c_int = 4;
+
+/// The start of Linux's `siginfo_t` (x86-64 and AArch64): the signal, an error number, the
+/// code (above 0 when the kernel sent the signal for a fault or trap; 0 or below when a
+/// process did, by `kill` or `raise`), padding, and for `SIGSEGV` and `SIGBUS` the address
+/// that faulted.
+#[repr(C)]
+struct SigInfo {
+    _signo: c_int,
+    _errno: c_int,
+    code: c_int,
+    _pad: c_int,
+    addr: usize,
+}
+
+/// Linux's `stack_t`: an alternate signal stack's start, flags and size in bytes.
+#[repr(C)]
+struct SignalStack {
+    sp: *mut c_void,
+    flags: c_int,
+    size: usize,
+}
+
+/// `SS_DISABLE` of `stack_t::ss_flags`: the thread has no alternate signal stack.
+const SS_DISABLE: c_int = 2;
+/// The bytes of the alternate signal stack that the runner maps for a thread, above a guard
+/// page: room for the kernel's signal frame (with the vector registers' state, some KiB on
+/// x86-64 with AVX-512), [`on_fatal_signal`] (a line of at most 512 bytes) and a handler that
+/// it hands the signal to.
+const SIGNAL_STACK: usize = 64 * 1024;
+/// `SIG_DFL` and `SIG_IGN`, the default and the ignoring action, as `sa_handler` values.
+const SIG_DFL: usize = 0;
+const SIG_IGN: usize = 1;
 
 /// The actions that were installed for [`FATAL_SIGNALS`] before ours, which a signal gets
 /// back; written once, by [`install_signal_handlers`], before ours is installed.
-struct PreviousActions(crate::cell::UnsafeCell<[SigAction; 4]>);
+struct PreviousActions(crate::cell::UnsafeCell<[SigAction; 6]>);
 
 // SAFETY: written only by the thread that wins `HANDLERS_INSTALLED`, before any handler that
 // reads it is installed; read-only afterwards.
 unsafe impl Sync for PreviousActions {}
 
 static PREVIOUS_ACTIONS: PreviousActions = PreviousActions(crate::cell::UnsafeCell::new(
-    [SigAction { handler: 0, mask: [0; 16], flags: 0, restorer: 0 }; 4],
+    [SigAction { handler: 0, mask: [0; 16], flags: 0, restorer: 0 }; 6],
 ));
 static HANDLERS_INSTALLED: AtomicBool = AtomicBool::new(false);
 /// Whether a work item has named itself: [`NOT_NAMED`], [`NAMING`] (its line is being
@@ -199,8 +242,11 @@ impl Write for Line {
 /// Names the work item that the signal ended, if the calling thread runs one and no other work
 /// item was named before; then gives the signal the action that was installed before ours (the
 /// default action ends the program by the signal; a crash reporter's handler gets it with its
-/// own flags) and raises it again.
-extern "C" fn on_fatal_signal(signum: c_int) {
+/// own flags): a fault (`SIGSEGV` or `SIGBUS` that the kernel sent for an access) happens again
+/// when the handler returns, with its own address, and any other signal is raised again. A
+/// signal outside any work item is handed to the previous handler, if there is one, and ours
+/// stays installed.
+extern "C" fn on_fatal_signal(signum: c_int, info: *const SigInfo, context: *mut c_void) {
     let kernel = RUNNING_KERNEL.get();
     // Lock-free atomics: async-signal-safe.
     let first = !kernel.is_null()
@@ -216,32 +262,78 @@ extern "C" fn on_fatal_signal(signum: c_int) {
             spins += 1;
         }
     }
+    // SAFETY: the kernel passes a `siginfo_t` to an `SA_SIGINFO` handler.
+    let (code, addr) = unsafe { ((*info).code, (*info).addr) };
+    // An access that the kernel stopped (`SEGV_MAPERR`, `SEGV_ACCERR`, `SEGV_BNDERR`,
+    // `SEGV_PKUERR`; `BUS_ADRALN`, `BUS_ADRERR`, `BUS_OBJERR`), which happens again when the
+    // handler returns; other codes (a memory error reported later, a signal sent by a process)
+    // would not.
+    let fault = matches!((signum, code), (11, 1..=4) | (7, 1..=3));
     if first {
         // SAFETY: the kernel's entry passed its symbol, a NUL-terminated constant.
         let kernel = unsafe { CStr::from_ptr(kernel) }.to_str().unwrap_or("?");
         let (block, [tx, ty, tz]) = (BLOCK.get(), THREAD_IDX.get());
         let [bx, by, bz] = block.block_idx;
         let ([gx, gy, gz], [dx, dy, dz]) = (block.grid_dim, block.block_dim);
+        let [stacks, stacks_end] = FIBER_STACKS.get();
+        let guard_page =
+            (stacks..stacks_end).contains(&addr) && (addr - stacks) % FIBER_STACK < PAGE;
         let mut line = Line { bytes: [0; 512], len: 0 };
-        let _ = writeln!(
+        let _ = write!(
             line,
             "error: the offload kernel `{kernel}` stopped the program on the CPU device in work \
              item block ({bx}, {by}, {bz}) thread ({tx}, {ty}, {tz}) of its launch over blocks \
-             [{gx}, {gy}, {gz}] of threads [{dx}, {dy}, {dz}] (signal {signum}: a panic or a trap)"
+             [{gx}, {gy}, {gz}] of threads [{dx}, {dy}, {dz}] (signal {signum}: "
         );
+        let _ = if fault && guard_page {
+            let usable_kib = (FIBER_STACK - PAGE) / 1024;
+            write!(
+                line,
+                "the work item overflowed its stack, which has {usable_kib} KiB on the CPU device \
+                 in a kernel with barriers"
+            )
+        } else if MEMORY_SIGNALS.contains(&signum) {
+            line.write_str("an invalid memory access or a stack overflow")
+        } else {
+            line.write_str("a panic or a trap")
+        };
+        // The line ends with its parenthesis and newline, should a long symbol have filled it.
+        line.len = line.len.min(line.bytes.len() - 2);
+        let _ = line.write_str(")\n");
         // SAFETY: `write` (async-signal-safe) of bytes on this stack.
         unsafe { write(2, line.bytes.as_ptr().cast(), line.len) };
         WORK_ITEM_NAMED.store(NAMED, Ordering::Release);
     }
     let slot = FATAL_SIGNALS.iter().position(|&s| s == signum).unwrap_or(0);
-    // SAFETY: `PREVIOUS_ACTIONS` is read-only once a handler is installed; `sigaction` and
-    // `raise` are async-signal-safe. The raised signal is blocked until this handler returns,
-    // then delivered to the previous action (a trap's instruction, executed again, would also
-    // reach it).
+    // SAFETY: `PREVIOUS_ACTIONS` is read-only once a handler is installed.
+    let previous = unsafe { &(*PREVIOUS_ACTIONS.0.get())[slot] };
+    if kernel.is_null() && previous.handler != SIG_DFL && previous.handler != SIG_IGN {
+        // A signal outside any work item, for a handler that was there before ours (a runtime
+        // that survives its own `SIGSEGV`s, Rust's stack overflow report): it gets the signal
+        // as if it were installed, and ours stays for the work items of later launches.
+        // SAFETY: the previous action's handler, called as its flags say it takes a signal.
+        unsafe {
+            if previous.flags & SA_SIGINFO != 0 {
+                let handler: extern "C" fn(c_int, *const SigInfo, *mut c_void) =
+                    crate::mem::transmute(previous.handler);
+                handler(signum, info, context);
+            } else {
+                let handler: extern "C" fn(c_int) = crate::mem::transmute(previous.handler);
+                handler(signum);
+            }
+        }
+        return;
+    }
+    // The program ends: the signal gets the action that was there before ours. `sigaction` and
+    // `raise` are async-signal-safe. A raised signal is blocked until this handler returns,
+    // then delivered to the previous action; the instruction that faulted runs again and
+    // faults again, which the previous action gets with the fault's own `siginfo_t`.
+    // SAFETY: the previous action, as `sigaction` gave it.
     unsafe {
-        let previous = &(*PREVIOUS_ACTIONS.0.get())[slot];
         sigaction(signum, previous, ptr::null_mut());
-        raise(signum);
+        if !fault {
+            raise(signum);
+        }
     }
 }
 
@@ -254,7 +346,7 @@ fn install_signal_handlers() {
     let ours = SigAction {
         handler: on_fatal_signal as *const () as usize,
         mask: [0; 16],
-        flags: 0,
+        flags: SA_SIGINFO_ONSTACK,
         restorer: 0,
     };
     for (slot, &signum) in FATAL_SIGNALS.iter().enumerate() {
@@ -424,6 +516,11 @@ static CURRENT_GRID: Cell<*const Grid> = Cell::new(ptr::null());
 #[thread_local]
 static SCHEDULER_SP: Cell<*mut usize> = Cell::new(ptr::null_mut());
 
+/// The stacks of the calling worker's fibers (see [`Fibers`]), from the first stack's guard
+/// page to the end of the last stack; `[0, 0]` when it runs none. Read by [`on_fatal_signal`].
+#[thread_local]
+static FIBER_STACKS: Cell<[usize; 2]> = Cell::new([0; 2]);
+
 /// The dynamic block-shared memory of the block that the calling thread runs (a worker's, for
 /// each block it runs), null when the launch asks for none.
 #[thread_local]
@@ -484,10 +581,12 @@ impl Fibers {
             }
             base.cast::<u8>()
         };
+        FIBER_STACKS.set([base as usize + table, base as usize + len]);
         Fibers { base, len, fibers: base.cast(), count }
     }
 
     fn release(self) {
+        FIBER_STACKS.set([0; 2]);
         // SAFETY: the mapping of `new`, which no fiber uses any longer.
         unsafe { munmap(self.base.cast(), self.len) };
     }
@@ -637,9 +736,70 @@ pub(super) fn sync_threads() {
 }
 
 unsafe extern "C" fn worker(grid: *mut c_void) -> *mut c_void {
+    // A new thread has no alternate signal stack.
+    let signal_stack = AltSignalStack::install();
     // SAFETY: `__rust_offload_cpu_launch` joins every worker before its `Grid` goes away.
     run_blocks(unsafe { &*(grid as *const Grid) });
+    signal_stack.remove();
     ptr::null_mut()
+}
+
+/// An alternate signal stack that the runner mapped for the calling thread, on which
+/// [`on_fatal_signal`] runs when a work item overflowed its stack; none (`base` null) when the
+/// thread had one already (Rust's standard library gives its threads one) or the mapping
+/// failed, in which case an overflow ends the program without a line.
+struct AltSignalStack {
+    base: *mut c_void,
+}
+
+impl AltSignalStack {
+    /// Maps and installs a [`SIGNAL_STACK`]-byte alternate signal stack, above a guard page, for
+    /// the calling thread if it has none.
+    fn install() -> AltSignalStack {
+        const NONE: AltSignalStack = AltSignalStack { base: ptr::null_mut() };
+        let mut current = SignalStack { sp: ptr::null_mut(), flags: 0, size: 0 };
+        // SAFETY: `sigaltstack` only reads the thread's current alternate stack here.
+        let known = unsafe { sigaltstack(ptr::null(), &mut current) } == 0;
+        if !known || current.flags & SS_DISABLE == 0 {
+            return NONE;
+        }
+        const PROT_NONE: c_int = 0;
+        const PROT_READ_WRITE: c_int = 1 | 2;
+        const MAP_PRIVATE_ANONYMOUS: c_int = 0x02 | 0x20;
+        // SAFETY: a new private anonymous mapping: a guard page, then the stack, installed as
+        // this thread's alternate stack.
+        unsafe {
+            let len = PAGE + SIGNAL_STACK;
+            let base = mmap(ptr::null_mut(), len, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0);
+            if base as isize == -1 {
+                return NONE;
+            }
+            let stack = SignalStack {
+                sp: base.cast::<u8>().add(PAGE).cast(),
+                flags: 0,
+                size: SIGNAL_STACK,
+            };
+            if mprotect(base, PAGE, PROT_NONE) != 0 || sigaltstack(&stack, ptr::null_mut()) != 0 {
+                munmap(base, len);
+                return NONE;
+            }
+            AltSignalStack { base }
+        }
+    }
+
+    /// Uninstalls and unmaps the stack that [`install`](Self::install) mapped, if any.
+    fn remove(self) {
+        if self.base.is_null() {
+            return;
+        }
+        let disable = SignalStack { sp: ptr::null_mut(), flags: SS_DISABLE, size: 0 };
+        // SAFETY: the thread runs no signal handler now (its work items have run), so the
+        // stack is not in use; then the mapping of `install`.
+        unsafe {
+            sigaltstack(&disable, ptr::null_mut());
+            munmap(self.base, PAGE + SIGNAL_STACK);
+        }
+    }
 }
 
 /// The most workers that a launch may use: `RUST_OFFLOAD_CPU_WORKERS`, else the online CPUs.
@@ -701,7 +861,9 @@ unsafe extern "C" fn __rust_offload_cpu_launch(
         }
         started_count += 1;
     }
+    let signal_stack = AltSignalStack::install();
     run_blocks(&grid);
+    signal_stack.remove();
     for &handle in &started[..started_count] {
         // SAFETY: a thread started above and not joined yet.
         unsafe { pthread_join(handle, ptr::null_mut()) };

@@ -250,3 +250,36 @@ pub fn barrier_misuse(out: &mut [u32; 64]) {
     unsafe { sync_threads() };
     out[(block_idx_x() * block_dim_x() + t) as usize] = t;
 }
+
+/// A chain of calls with 2 KiB of stack each, `depth` deep (the sum keeps each frame alive
+/// across the next call, so that the chain is no loop).
+#[inline(never)]
+fn deep_sum(depth: u32) -> u64 {
+    let frame = core::hint::black_box([depth as u8; 2048]);
+    if depth == 0 {
+        return u64::from(frame[0]);
+    }
+    deep_sum(depth - 1) + u64::from(frame[depth as usize % 2048])
+}
+
+/// Work item `victim` of block 1 calls 4 MiB deep, more than a work item's stack of a kernel
+/// with barriers; every work item reaches the barrier first.
+#[rustc_offload_kernel]
+pub fn deep_stack(out: &mut [u64; 64], victim: u32) {
+    let t = thread_idx_x();
+    // SAFETY: every thread of the block reaches the barrier.
+    unsafe { sync_threads() };
+    let depth = if block_idx_x() == 1 && t == victim { 2048 } else { 1 };
+    out[(block_idx_x() * block_dim_x() + t) as usize] = deep_sum(depth);
+}
+
+/// Work item `victim` writes through an address that no memory has.
+#[rustc_offload_kernel]
+pub fn bad_address(out: &mut [u32; 64], victim: u32) {
+    let i = block_idx_x() * block_dim_x() + thread_idx_x();
+    if i == victim {
+        // SAFETY: none: the address is unmapped, which the CPU device reports.
+        unsafe { core::ptr::write_volatile(8 as *mut u32, i) };
+    }
+    out[i as usize] = i;
+}
