@@ -61,11 +61,13 @@ pub fn text(out: *mut u32, bytes: *const u8, n: usize, cut: usize) {
 }
 
 #[rustc_offload_kernel]
-pub fn divide(a: *mut u32, d: *const u32, n: usize) {
-    let (a, d) =
-        unsafe { (core::slice::from_raw_parts_mut(a, n), core::slice::from_raw_parts(d, n)) };
-    for (v, d) in a.iter_mut().zip(d) {
-        *v = *v / *d + v.checked_rem(*d).unwrap();
+pub fn divide(quotients: *mut u32, divisors: *const u32, n: usize) {
+    let mut i = 0;
+    while i < n {
+        // A division by zero panics, and so does `unwrap` of the `None` of `checked_rem`.
+        let (q, d) = unsafe { (&mut *quotients.add(i), *divisors.add(i)) };
+        *q = q.checked_rem(d).unwrap() + *q / d;
+        i += 1;
     }
 }
 
