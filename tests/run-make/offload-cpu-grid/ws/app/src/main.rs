@@ -57,48 +57,55 @@ unsafe extern "C" {
     fn sigaltstack(stack: *const SignalStack, old: *mut SignalStack) -> i32;
 }
 
+/// Runs the launch of `mode`, one whose work items stop the program (each prints a line if its
+/// launch returns after all); `false` for any other mode.
+fn run_stopping_mode(mode: &str) -> bool {
+    match mode {
+        "panic" => {
+            // Work item 37 (block 2, thread 5) indexes past the end of `out`.
+            let mut out = [0u32; 64];
+            offload::<_, _, ()>(grid::out_of_bounds, [4, 1, 1], [16, 1, 1], (&mut out, 37u32));
+            println!("out_of_bounds: the launch returned");
+        }
+        "barrier" => {
+            // Thread 0 of each block never reaches the barrier.
+            let mut out = [0u32; 64];
+            offload::<_, _, ()>(grid::barrier_misuse, [2, 1, 1], [32, 1, 1], (&mut out,));
+            println!("barrier_misuse: the launch returned");
+        }
+        "overflow" => overflow(),
+        "overflow-bare-thread" => {
+            // The same, launched from a thread without an alternate signal stack (Rust's
+            // threads have one), so that the runner maps its own for the launch.
+            std::thread::spawn(|| {
+                let disable = SignalStack { sp: std::ptr::null_mut(), flags: 2, size: 0 };
+                // SAFETY: `SS_DISABLE` for the calling thread, which runs no signal handler.
+                assert_eq!(unsafe { sigaltstack(&disable, std::ptr::null_mut()) }, 0);
+                overflow();
+            })
+            .join()
+            .unwrap();
+        }
+        "fault" => {
+            // Work item 21 (block 2, thread 5) writes through an unmapped address.
+            let mut out = [0u32; 64];
+            offload::<_, _, ()>(grid::bad_address, [4, 1, 1], [8, 1, 1], (&mut out, 21u32));
+            println!("bad_address: the launch returned");
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// Work item 3 of block 1 overflows its stack.
+fn overflow() {
+    let mut out = [0u64; 64];
+    offload::<_, _, ()>(grid::deep_stack, [2, 1, 1], [8, 1, 1], (&mut out, 3u32));
+    println!("deep_stack: the launch returned");
+}
+
 fn main() {
-    if std::env::args().nth(1).as_deref() == Some("panic") {
-        // Work item 37 (block 2, thread 5) indexes past the end of `out`.
-        let mut out = [0u32; 64];
-        offload::<_, _, ()>(grid::out_of_bounds, [4, 1, 1], [16, 1, 1], (&mut out, 37u32));
-        println!("out_of_bounds: the launch returned");
-        return;
-    }
-    if std::env::args().nth(1).as_deref() == Some("barrier") {
-        // Thread 0 of each block never reaches the barrier.
-        let mut out = [0u32; 64];
-        offload::<_, _, ()>(grid::barrier_misuse, [2, 1, 1], [32, 1, 1], (&mut out,));
-        println!("barrier_misuse: the launch returned");
-        return;
-    }
-    if std::env::args().nth(1).as_deref() == Some("overflow") {
-        // Work item 3 of block 1 overflows its stack.
-        let mut out = [0u64; 64];
-        offload::<_, _, ()>(grid::deep_stack, [2, 1, 1], [8, 1, 1], (&mut out, 3u32));
-        println!("deep_stack: the launch returned");
-        return;
-    }
-    if std::env::args().nth(1).as_deref() == Some("overflow-bare-thread") {
-        // The same, launched from a thread without an alternate signal stack (Rust's threads
-        // have one), so that the runner maps its own for the launch.
-        std::thread::spawn(|| {
-            let disable = SignalStack { sp: std::ptr::null_mut(), flags: 2, size: 0 };
-            // SAFETY: `SS_DISABLE` for the calling thread, which runs no signal handler.
-            assert_eq!(unsafe { sigaltstack(&disable, std::ptr::null_mut()) }, 0);
-            let mut out = [0u64; 64];
-            offload::<_, _, ()>(grid::deep_stack, [2, 1, 1], [8, 1, 1], (&mut out, 3u32));
-            println!("deep_stack: the launch returned");
-        })
-        .join()
-        .unwrap();
-        return;
-    }
-    if std::env::args().nth(1).as_deref() == Some("fault") {
-        // Work item 21 (block 2, thread 5) writes through an unmapped address.
-        let mut out = [0u32; 64];
-        offload::<_, _, ()>(grid::bad_address, [4, 1, 1], [8, 1, 1], (&mut out, 21u32));
-        println!("bad_address: the launch returned");
+    if std::env::args().nth(1).is_some_and(|mode| run_stopping_mode(&mode)) {
         return;
     }
     // 1-D: 1,000,000 elements, 3907 blocks of 256 threads (1,000,192 work items).
