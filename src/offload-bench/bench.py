@@ -88,7 +88,10 @@ build` (only the suite's crate recompiles; `core` is built, or the toolchain's);
 ours-toolchain first rerun the host metadata pass (warm `cargo check`, only the edited crate),
 since the manifest records the kernel's definition. After stock-lto's, the same constant of the
 1.95-style suite's `jacobi2d` is edited and its fat-LTO `cdylib` rebuilt (`core` built; the
-LTO and the link are in the time). The sources and the manifest are restored afterwards. Each
+LTO and the link are in the time). Each run edits the constant `--edits` times (5 by default),
+each time to another value, and a run's time of a mode is the median of its edits: a single
+sub-second compilation on a shared machine varies by half its time. The sources and the
+manifest are restored afterwards. Each
 run also times a plain cold `cargo check` of the same crates on the host, against the host
 metadata pass. The report gives the spread of each mode's time between runs, (max - min) / min.
 
@@ -362,8 +365,10 @@ def same_crate(package):
     return ["-Cmetadata=offload-bench-suite"] if package.startswith("suite_") else []
 ROWS = [("(a) core", []), ("(b) example + core", ["offload_example"]), ("(c) suite + core", ["suite_0"]),
         ("(d) 1.95-style suite + core", [SUITE_195])]
-# The edit loop's edit: one constant of the suite's `jacobi2d` kernel, same length.
-EDIT = ("0.25 * (input[i - 1][j]", "0.24 * (input[i - 1][j]")
+# The edit loop's edits: one constant of the suite's `jacobi2d` kernel, each time to another
+# value of the same length (the first `--edits` of them, in order).
+EDIT = ("0.25 * (input[i - 1][j]", [f"{c} * (input[i - 1][j]" for c in
+                                    ("0.24", "0.23", "0.22", "0.21", "0.26", "0.27", "0.28", "0.29")])
 
 
 class Bench:
@@ -424,9 +429,10 @@ class Bench:
         return os.path.join(self.ws_lto, "src", f"{SUITE_195}.rs")
 
     def cargo(self, run_index, target, mode, verb, flags, build_std, images=None, emit_bc=False,
-              warm_from=None, label_target=None):
+              warm_from=None, label_target=None, rep=None):
         """One cold `cargo VERB` of the workspace, `-j1` so that compilations do not overlap;
-        records every logged rustc invocation as a sample (under `label_target` if given).
+        records every logged rustc invocation as a sample (under `label_target` if given; with
+        `rep`, the edit loop's edit it belongs to).
         With `warm_from`, a warm one in the target folder of that earlier mode instead. The
         fat-LTO modes build their own workspace."""
         target_dir = os.path.join(self.work, "target", warm_from or mode)
@@ -474,9 +480,11 @@ class Bench:
         with open(log_path) if os.path.exists(log_path) else open(os.devnull) as f:
             for line in f:
                 entry = json.loads(line)
-                self.samples.append(dict(run=run_index, target=label_target or target, mode=mode,
-                                         crate=entry["crate"],
-                                         seconds=entry["seconds"], max_rss_kib=entry["max_rss_kib"]))
+                sample = dict(run=run_index, target=label_target or target, mode=mode, crate=entry["crate"],
+                              seconds=entry["seconds"], max_rss_kib=entry["max_rss_kib"])
+                if rep is not None:
+                    sample["rep"] = rep
+                self.samples.append(sample)
 
     def library_of(self, mode):
         """The `library/` whose `core` `-Zbuild-std` builds for `mode`: upstream's for the stock
@@ -518,8 +526,9 @@ class Bench:
         1.95-style suite's copy for stock-lto) edited (`EDIT`), then a warm rebuild of the
         device image (`core` is built, or the toolchain's); for ours and ours-toolchain, the
         host metadata pass of the edited crate first, since the manifest records the kernel's
-        definition. Samples `<mode>-edit` (and `HOST_EDIT[mode]`, labelled with the device
-        target). The source and the manifest are restored afterwards."""
+        definition. `--edits` edits, each to another value. Samples `<mode>-edit` (and
+        `HOST_EDIT[mode]`, labelled with the device target), with the edit's index as `rep`.
+        The source and the manifest are restored afterwards."""
         host = "x86_64-unknown-linux-gnu"
         path = self.lto_source() if mode == STOCK_LTO_MODE else os.path.join(self.ws, "src", "suite_0.rs")
         with open(path) as f:
@@ -527,13 +536,14 @@ class Bench:
         if EDIT[0] not in original:
             sys.exit(f"error: [BENCH] the edit loop's kernel line `{EDIT[0]}` is not in {path}")
         try:
-            with open(path, "w") as f:
-                f.write(original.replace(EDIT[0], EDIT[1], 1))
-            if mode in HOST_EDIT:
-                self.cargo(r, host, HOST_EDIT[mode], "check", self.host_metadata_flags(), build_std=False,
-                           warm_from="host-metadata", label_target=target)
-            self.cargo(r, target, f"{mode}-edit", "build", self.device_flags(target, mode),
-                       build_std=(mode != TOOLCHAIN_MODE), emit_bc=(mode == "stock"), warm_from=mode)
+            for rep, edited in enumerate(EDIT[1][:self.args.edits]):
+                with open(path, "w") as f:
+                    f.write(original.replace(EDIT[0], edited, 1))
+                if mode in HOST_EDIT:
+                    self.cargo(r, host, HOST_EDIT[mode], "check", self.host_metadata_flags(), build_std=False,
+                               warm_from="host-metadata", label_target=target, rep=rep)
+                self.cargo(r, target, f"{mode}-edit", "build", self.device_flags(target, mode),
+                           build_std=(mode != TOOLCHAIN_MODE), emit_bc=(mode == "stock"), warm_from=mode, rep=rep)
         finally:
             with open(path, "w") as f:
                 f.write(original)
@@ -635,13 +645,16 @@ class Bench:
         return sorted(c for c in all_crates if c not in ROOTS or c in roots)
 
     def per_run(self, target, mode, crates, key):
-        """The per-run total time (or peak RSS) of `crates`, for each run that built them."""
+        """The per-run total time (or peak RSS) of `crates`, for each run that built them; a run
+        that built them several times (the edit loop's edits, `rep`) gives the median of those."""
         per_run = []
         for r in range(self.args.runs):
-            values = [s[key] for s in self.samples
-                      if s["run"] == r and s["target"] == target and s["mode"] == mode and s["crate"] in crates]
-            if values:
-                per_run.append(sum(values) if key == "seconds" else max(values))
+            reps = {}
+            for s in self.samples:
+                if s["run"] == r and s["target"] == target and s["mode"] == mode and s["crate"] in crates:
+                    reps.setdefault(s.get("rep", 0), []).append(s[key])
+            if reps:
+                per_run.append(statistics.median(sum(v) if key == "seconds" else max(v) for v in reps.values()))
         return per_run
 
     def measure(self, target, mode, crates, key):
@@ -869,7 +882,7 @@ class Bench:
         self.quality_rows = quality
         meta = getattr(self, "meta", None) or dict(
             date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            runs=self.args.runs, cpus=os.cpu_count(),
+            runs=self.args.runs, edits=self.args.edits, cpus=os.cpu_count(),
             stock=subprocess.run([self.args.stock, "-vV"], capture_output=True, text=True).stdout.strip(),
             ours=subprocess.run([self.args.ours, "-vV"], capture_output=True, text=True).stdout.strip(),
             profile="stock: rustup release build (PGO, LTO'd rustc); ours: stage-1 build of config.example.toml "
@@ -984,7 +997,8 @@ class Bench:
         edit = getattr(self, "edit_rows", [])
         if edit:
             lines += ["Edit loop: one kernel of the suite edited (a constant of `jacobi2d`), then the device "
-                      "image rebuilt with `core` already built (warm `cargo build`, seconds of rustc, median); "
+                      "image rebuilt with `core` already built (warm `cargo build`, seconds of rustc, the median of "
+                      f"{self.args.edits} edits per run, then of the runs); "
                       "ours and ours-toolchain (`core` from the toolchain) also rerun the host metadata pass of "
                       "the edited crate, since the manifest records the kernel's definition; stock-lto: the same "
                       "constant of the 1.95-style suite edited, its fat-LTO `cdylib` rebuilt (LTO and link "
@@ -1189,6 +1203,8 @@ def main():
     p.add_argument("--device-sysroot", help="the toolchain's device sysroot, for ours-toolchain (default: "
                    "offload-device-sysroot beside the stage-1 folder of --ours, as `./x.py build` writes it)")
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--edits", type=int, default=5, choices=range(1, len(EDIT[1]) + 1), metavar="N",
+                   help=f"edits of the edit loop per run and mode, 1 to {len(EDIT[1])} (default 5)")
     p.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
     p.add_argument("--update-readme", metavar="README", help="replace the table between the bench markers")
     p.add_argument("--from-json", metavar="RESULTS", help="only redo the reports from this results.json")
@@ -1220,6 +1236,8 @@ def main():
             # json.JSONDecodeError is a ValueError.
             sys.exit(f"error: [BENCH] --from-json {args.from_json}: not the results.json of a benchmark run: {e}")
         args.runs = data["meta"]["runs"]
+        # Runs before `--edits` edited once per run and mode.
+        args.edits = data["meta"].get("edits", 1)
         args.targets = sorted({s["target"] for s in data["samples"]} - {"x86_64-unknown-linux-gnu"})
         bench = Bench(args)
         bench.samples = data["samples"]

@@ -3,7 +3,8 @@
 //! device compilation (same `-Zoffload=Device=<manifest>` flag, as cargo passes RUSTFLAGS to
 //! every crate) writes no image; the root's image exports exactly the two kernels, under two
 //! distinct symbols, with the dependency's helper instantiated inside it. Every pass gets its
-//! own `-C metadata`.
+//! own `-C metadata`. The root's rlib holds the image's bitcode as its object, not machine code
+//! (patch 0036), unless objects are asked for; the image is the same either way.
 
 //@ needs-offload
 //@ needs-llvm-components: amdgpu
@@ -11,6 +12,7 @@
 
 use std::path::Path;
 
+use run_make_support::object::read::archive::ArchiveFile;
 use run_make_support::serde_json::{self, Value};
 use run_make_support::{Rustc, cwd, rfs};
 
@@ -93,21 +95,23 @@ fn main() {
             .unwrap_or(0);
         assert_eq!(gvn_dumps > 0, gvn_expected, "{name}: {gvn_dumps} GVN dumps of the crate's MIR");
     }
-    rustc()
-        .input("root.rs")
-        .crate_type("lib")
-        .edition("2024")
-        .target(TARGET)
-        .sysroot(gpu_sysroot())
-        .target_cpu("gfx90a")
-        .metadata("root-device")
-        .opt_level("3")
-        .library_search_path(&device_dir)
-        .extern_("dep", device_dir.join("libdep.rlib"))
-        .out_dir(&device_dir)
-        .arg(format!("-Zoffload=Device={}", manifest.display()))
-        .run();
+    root_device_pass(&manifest, &device_dir, &device_dir).run();
     let image = device_dir.join("host.out");
+    // The rlib's object is the image's optimized bitcode: the amdgcn machine code that it held
+    // before patch 0036 was read by nothing. Objects asked for (`--emit=obj`) are machine code,
+    // in the rlib too, and the image does not change. The dependency codegens nothing and
+    // keeps machine code (an empty module).
+    assert_eq!(rlib_objects(&device_dir.join("libroot.rlib")), ["bitcode"]);
+    assert_eq!(rlib_objects(&device_dir.join("libdep.rlib")), ["ELF"]);
+    let with_objects = cwd().join("device-emit-obj");
+    rfs::create_dir_all(&with_objects);
+    root_device_pass(&manifest, &device_dir, &with_objects).emit("link,obj").run();
+    assert_eq!(rlib_objects(&with_objects.join("libroot.rlib")), ["ELF"]);
+    assert_eq!(object_kind(&rfs::read(with_objects.join("root.o"))), "ELF");
+    assert!(
+        rfs::read(with_objects.join("host.out")) == rfs::read(&image),
+        "the image changed with the kind of the rlib's objects"
+    );
     let ir = image_ir(&image, TARGET);
     let exported = exported_functions(&ir);
     assert_eq!(exported, symbols);
@@ -137,6 +141,49 @@ fn main() {
         .run();
     let entries = offload_entries(&host_dir.join("host.o"));
     assert_eq!(entries, symbols);
+}
+
+/// The device pass of the root, on the dependency's device build in `device_dir`, writing into
+/// `out_dir`.
+fn root_device_pass(manifest: &Path, device_dir: &Path, out_dir: &Path) -> Rustc {
+    let mut root = rustc();
+    root.input("root.rs")
+        .crate_type("lib")
+        .edition("2024")
+        .target(TARGET)
+        .sysroot(gpu_sysroot())
+        .target_cpu("gfx90a")
+        .metadata("root-device")
+        .opt_level("3")
+        .library_search_path(device_dir)
+        .extern_("dep", device_dir.join("libdep.rlib"))
+        .out_dir(out_dir)
+        .arg(format!("-Zoffload=Device={}", manifest.display()));
+    root
+}
+
+/// What each object file of the rlib `rlib` is (every member but the crate metadata), in
+/// archive order: see [`object_kind`].
+fn rlib_objects(rlib: &Path) -> Vec<&'static str> {
+    let data = rfs::read(rlib);
+    let archive = ArchiveFile::parse(&*data).unwrap();
+    archive
+        .members()
+        .map(|member| member.unwrap())
+        .filter(|member| member.name() != b"lib.rmeta")
+        .map(|member| object_kind(member.data(&*data).unwrap()))
+        .collect()
+}
+
+/// `"bitcode"` for LLVM bitcode, `"ELF"` for an ELF object (machine code), by magic number.
+fn object_kind(bytes: &[u8]) -> &'static str {
+    if bytes.starts_with(b"BC\xC0\xDE") {
+        "bitcode"
+    } else if bytes.starts_with(b"\x7fELF") {
+        "ELF"
+    } else {
+        "neither bitcode nor ELF"
+    }
 }
 
 /// The device pass of the dependency, as cargo would run it with the root's manifest in

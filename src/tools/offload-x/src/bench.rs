@@ -6,7 +6,7 @@
 //! installs trixie's `python3-matplotlib` into the sysroot once (for the plot; without it the
 //! benchmark still writes its tables), extracts upstream's `library/` for the stock
 //! compiler's `-Zbuild-std` ([`upstream_library`]), and passes the paths. `ARGS` go to the script
-//! (`--runs N`, `--targets T...`, `--update-readme README.md`, `--from-json FILE
+//! (`--runs N`, `--edits N`, `--targets T...`, `--update-readme README.md`, `--from-json FILE
 //! [--reinspect]`).
 
 use std::ffi::OsString;

@@ -55,7 +55,8 @@ verbs:
                    the example and the kernel suite, both GPU targets; medians, ratios, peak
                    memory, image contents, a scaling series; replaces the committed results
                    in src/offload-bench/results/ unless given --results DIR.
-                   ARGS: --runs N (5), --targets T..., --results DIR, --update-readme README.md,
+                   ARGS: --runs N (5), --edits N (5: the edit loop's edits per run),
+                   --targets T..., --results DIR, --update-readme README.md,
                    --from-json FILE [--reinspect] (only redo the reports of an earlier run),
                    --allocator ROUNDS (only the allocator lever: allocator.json)
   gpu-check        a bundle (gpu-check/ in the checkout, at most 64 MiB) that runs the bundled
