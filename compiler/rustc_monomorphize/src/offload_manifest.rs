@@ -1144,15 +1144,13 @@ fn kernel_mir_available(tcx: TyCtxt<'_>, path: &str, kernel: &ReadKernel, def_id
     false
 }
 
-/// Whether the device pass can build an image for this session's target: a GPU target, or a
-/// CPU that LLVM's offload runtime runs as its host device (the "host" plugin loads an ELF
-/// shared object of the host's own architecture and calls its kernels through libffi, so
-/// that offload programs can be tested on machines without a GPU).
 /// Whether this compilation is a manifest-driven device pass (`-Zoffload=Device=<manifest>`)
 /// that codegens something: the crate that builds the device image, whose codegen units hold
 /// the manifest's kernels and what they reach. Every other crate of the manifest's graph has no
 /// roots in that pass, so its codegen units are empty. Runs the mono item collection
-/// (`collect_and_partition_mono_items`, which codegen needs anyway) in such a pass.
+/// (`collect_and_partition_mono_items`, which codegen needs anyway) in such a pass, and with it
+/// the reading of the manifest (`device_roots`). Used by codegen (the image crate's rlib
+/// objects) and by `rustc_interface` (when its metadata is encoded).
 pub fn offload_device_builds_image(tcx: TyCtxt<'_>) -> bool {
     tcx.sess.opts.offload_device_manifest().is_some()
         && tcx
@@ -1162,6 +1160,10 @@ pub fn offload_device_builds_image(tcx: TyCtxt<'_>) -> bool {
             .any(|cgu| !cgu.items().is_empty())
 }
 
+/// Whether the device pass can build an image for this session's target: a GPU target, or a
+/// CPU that LLVM's offload runtime runs as its host device (the "host" plugin loads an ELF
+/// shared object of the host's own architecture and calls its kernels through libffi, so
+/// that offload programs can be tested on machines without a GPU).
 pub(crate) fn is_device_target(tcx: TyCtxt<'_>) -> bool {
     let target = &tcx.sess.target;
     target.is_like_gpu

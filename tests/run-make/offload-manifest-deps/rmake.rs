@@ -4,17 +4,19 @@
 //! every crate) writes no image; the root's image exports exactly the two kernels, under two
 //! distinct symbols, with the dependency's helper instantiated inside it. Every pass gets its
 //! own `-C metadata`. The root's rlib holds the image's bitcode as its object, not machine code
-//! (patch 0036), unless objects are asked for; the image is the same either way.
+//! (patch 0036), on amdgcn and on the CPU device, unless objects are asked for; the image is the
+//! same either way. Its metadata, encoded after codegen starts (patch 0037), is still written
+//! and announced to cargo (`--json=artifacts`) before the rlib.
 
 //@ needs-offload
 //@ needs-llvm-components: amdgpu
 //@ only-x86_64
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use run_make_support::object::read::archive::ArchiveFile;
 use run_make_support::serde_json::{self, Value};
-use run_make_support::{Rustc, cwd, rfs};
+use run_make_support::{Rustc, cwd, env_var, rfs};
 
 #[path = "../offload-manifest/helpers.rs"]
 mod helpers;
@@ -56,7 +58,7 @@ fn main() {
     assert_eq!(symbols.len(), 2, "the two `fill` kernels share a symbol");
 
     // Device pass: the dependency first, with the same flag; it builds no image.
-    dep_device_pass(&manifest, &device_dir).run();
+    dep_device_pass(Some(TARGET), &manifest, &device_dir).run();
     assert!(!device_dir.join("host.out").exists(), "a dependency wrote a device image");
 
     // The MIR that the device pass encodes is fully optimized (GVN runs) in every crate: in the
@@ -74,7 +76,7 @@ fn main() {
     ] {
         let name = format!("{krate}-{}", level.unwrap_or("default"));
         let dump = cwd().join(format!("mir-{name}"));
-        let mut dep = dep_device_pass(&manifest, &cwd().join(format!("out-{name}")));
+        let mut dep = dep_device_pass(Some(TARGET), &manifest, &cwd().join(format!("out-{name}")));
         dep.crate_name(krate)
             .arg("-Zdump-mir=GVN")
             .arg(format!("-Zdump-mir-dir={}", dump.display()));
@@ -95,7 +97,24 @@ fn main() {
             .unwrap_or(0);
         assert_eq!(gvn_dumps > 0, gvn_expected, "{name}: {gvn_dumps} GVN dumps of the crate's MIR");
     }
-    root_device_pass(&manifest, &device_dir, &device_dir).run();
+    let artifacts = root_device_pass(Some(TARGET), &manifest, &device_dir, &device_dir)
+        .emit("dep-info,metadata,link")
+        .error_format("json")
+        .json("artifacts")
+        .run()
+        .stderr_utf8();
+    // What cargo waits for: the rmeta, then the rlib, each announced once it is written.
+    let announced: Vec<String> = artifacts
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|v| v["$message_type"] == "artifact" && v["emit"] != "dep-info")
+        .map(|v| {
+            let file = Path::new(v["artifact"].as_str().unwrap()).file_name().unwrap();
+            format!("{} {}", v["emit"].as_str().unwrap(), file.to_string_lossy())
+        })
+        .collect();
+    assert_eq!(announced, ["metadata libroot.rmeta", "link libroot.rlib"]);
+    assert!(!rfs::read(device_dir.join("libroot.rmeta")).is_empty());
     let image = device_dir.join("host.out");
     // The rlib's object is the image's optimized bitcode: the amdgcn machine code that it held
     // before patch 0036 was read by nothing. Objects asked for (`--emit=obj`) are machine code,
@@ -105,13 +124,21 @@ fn main() {
     assert_eq!(rlib_objects(&device_dir.join("libdep.rlib")), ["ELF"]);
     let with_objects = cwd().join("device-emit-obj");
     rfs::create_dir_all(&with_objects);
-    root_device_pass(&manifest, &device_dir, &with_objects).emit("link,obj").run();
+    root_device_pass(Some(TARGET), &manifest, &device_dir, &with_objects).emit("link,obj").run();
     assert_eq!(rlib_objects(&with_objects.join("libroot.rlib")), ["ELF"]);
     assert_eq!(object_kind(&rfs::read(with_objects.join("root.o"))), "ELF");
     assert!(
         rfs::read(with_objects.join("host.out")) == rfs::read(&image),
         "the image changed with the kind of the rlib's objects"
     );
+    // The CPU device (the host's target), whose objects were x86-64 machine code.
+    let cpu_device = cwd().join("cpu-device");
+    rfs::create_dir_all(&cpu_device);
+    dep_device_pass(None, &manifest, &cpu_device).run();
+    root_device_pass(None, &manifest, &cpu_device, &cpu_device).run();
+    assert!(cpu_device.join("host.out").exists());
+    assert_eq!(rlib_objects(&cpu_device.join("libroot.rlib")), ["bitcode"]);
+    assert_eq!(rlib_objects(&cpu_device.join("libdep.rlib")), ["ELF"]);
     let ir = image_ir(&image, TARGET);
     let exported = exported_functions(&ir);
     assert_eq!(exported, symbols);
@@ -143,22 +170,19 @@ fn main() {
     assert_eq!(entries, symbols);
 }
 
-/// The device pass of the root, on the dependency's device build in `device_dir`, writing into
-/// `out_dir`.
-fn root_device_pass(manifest: &Path, device_dir: &Path, out_dir: &Path) -> Rustc {
-    let mut root = rustc();
-    root.input("root.rs")
-        .crate_type("lib")
-        .edition("2024")
-        .target(TARGET)
-        .sysroot(gpu_sysroot())
-        .target_cpu("gfx90a")
+/// The device pass of the root for `target` (`None`: the CPU device, the host's target), on
+/// the dependency's device build in `device_dir`, writing into `out_dir`.
+fn root_device_pass(
+    target: Option<&str>,
+    manifest: &Path,
+    device_dir: &Path,
+    out_dir: &Path,
+) -> Rustc {
+    let mut root = device_pass("root.rs", target, manifest, out_dir);
+    root.crate_type("lib")
         .metadata("root-device")
-        .opt_level("3")
         .library_search_path(device_dir)
-        .extern_("dep", device_dir.join("libdep.rlib"))
-        .out_dir(out_dir)
-        .arg(format!("-Zoffload=Device={}", manifest.display()));
+        .extern_("dep", device_dir.join("libdep.rlib"));
     root
 }
 
@@ -186,19 +210,27 @@ fn object_kind(bytes: &[u8]) -> &'static str {
     }
 }
 
-/// The device pass of the dependency, as cargo would run it with the root's manifest in
-/// `RUSTFLAGS`, writing into `out_dir`.
-fn dep_device_pass(manifest: &Path, out_dir: &Path) -> Rustc {
-    let mut dep = rustc();
-    dep.input("dep.rs")
-        .crate_type("rlib")
+/// The device pass of the dependency for `target` (`None`: the CPU device), as cargo would run
+/// it with the root's manifest in `RUSTFLAGS`, writing into `out_dir`.
+fn dep_device_pass(target: Option<&str>, manifest: &Path, out_dir: &Path) -> Rustc {
+    let mut dep = device_pass("dep.rs", target, manifest, out_dir);
+    dep.crate_type("rlib").metadata("dep-device");
+    dep
+}
+
+/// A device pass of `input` with `manifest` at opt-level 3: for `target` (amdgcn, `gfx90a`,
+/// the GPU sysroot's `core`) or, with `None`, for the CPU device (the host's target, with the
+/// `core` of the toolchain's device sysroot, which has the CPU device's grid runner).
+fn device_pass(input: &str, target: Option<&str>, manifest: &Path, out_dir: &Path) -> Rustc {
+    let mut r = rustc();
+    r.input(input)
         .edition("2024")
-        .target(TARGET)
-        .sysroot(gpu_sysroot())
-        .target_cpu("gfx90a")
-        .metadata("dep-device")
         .opt_level("3")
         .out_dir(out_dir)
         .arg(format!("-Zoffload=Device={}", manifest.display()));
-    dep
+    match target {
+        Some(target) => r.target(target).sysroot(gpu_sysroot()).target_cpu("gfx90a"),
+        None => r.sysroot(PathBuf::from(env_var("BUILD_ROOT")).join("offload-device-sysroot")),
+    };
+    r
 }
