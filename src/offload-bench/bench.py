@@ -91,9 +91,9 @@ since the manifest records the kernel's definition. After stock-lto's, the same 
 LTO and the link are in the time). Each run edits the constant `--edits` times (5 by default),
 each time to another value, and a run's time of a mode is the median of its edits: a single
 sub-second compilation on a shared machine varies by half its time. The sources and the
-manifest are restored afterwards. Each
-run also times a plain cold `cargo check` of the same crates on the host, against the host
-metadata pass. The report gives the spread of each mode's time between runs, (max - min) / min.
+manifest are restored afterwards. Each run also times a plain cold `cargo check` of the same
+crates on the host, against the host metadata pass. The report gives the spread of each mode's
+time between runs, (max - min) / min.
 
 Writes `results.json` (everything, per run), `results.csv` (medians), `scaling.csv`,
 `quality.csv`, `table.md` (the README table) and `results.png` (matplotlib, if installed) into
