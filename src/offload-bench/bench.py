@@ -82,18 +82,21 @@ the manifest's instance text; base: the kernel's name, where `axpy_f32` stands f
 `axpy::<f32>`, see `suite.rs`). Base's root module calls what `core` defines in another module
 (an external call the tools cannot see into); ours is the whole image.
 
-The edit loop: after each cold build of stock, base, ours and ours-toolchain, one constant of
-the suite's `jacobi2d` kernel is edited (`EDIT`) and the device image rebuilt by a warm `cargo
-build` (only the suite's crate recompiles; `core` is built, or the toolchain's); ours and
-ours-toolchain first rerun the host metadata pass (warm `cargo check`, only the edited crate),
-since the manifest records the kernel's definition. After stock-lto's, the same constant of the
-1.95-style suite's `jacobi2d` is edited and its fat-LTO `cdylib` rebuilt (`core` built; the
-LTO and the link are in the time). Each run edits the constant `--edits` times (5 by default),
-each time to another value, and a run's time of a mode is the median of its edits: a single
-sub-second compilation on a shared machine varies by half its time. The sources and the
-manifest are restored afterwards. Each run also times a plain cold `cargo check` of the same
-crates on the host, against the host metadata pass. The report gives the spread of each mode's
-time between runs, (max - min) / min.
+The edit loop: after the cold builds of a target, one constant of the suite's `jacobi2d`
+kernel is edited (`EDIT`) and the device image rebuilt by a warm `cargo build` (only the
+suite's crate recompiles; `core` is built, or the toolchain's), for stock, base, ours and
+ours-toolchain; ours and ours-toolchain first rerun the host metadata pass (warm `cargo
+check`, only the edited crate, incremental as `cargo offload` runs it), since the manifest
+records the kernel's definition. For stock-lto, the same constant of the 1.95-style suite's
+`jacobi2d` is edited and its fat-LTO `cdylib` rebuilt (`core` built; the LTO and the link are
+in the time). Each run edits `--edits` times per mode (5 by default), in rounds that edit once
+for each mode in turn (the run's order of the modes), so that the modes are compared in the
+same minutes; every edit writes a value that no earlier edit of the loop wrote. A run's time
+of a mode is the median of its edits: a single sub-second compilation on a shared machine
+varies by half its time. The sources and the manifest are restored afterwards. Each run also
+times a plain cold `cargo check` of the same crates on the host (incremental, as in cargo's
+dev profile), against the host metadata pass. The report gives the spread of each mode's time
+between runs, (max - min) / min.
 
 Writes `results.json` (everything, per run), `results.csv` (medians), `scaling.csv`,
 `quality.csv`, `table.md` (the README table) and `results.png` (matplotlib, if installed) into
@@ -365,10 +368,15 @@ def same_crate(package):
     return ["-Cmetadata=offload-bench-suite"] if package.startswith("suite_") else []
 ROWS = [("(a) core", []), ("(b) example + core", ["offload_example"]), ("(c) suite + core", ["suite_0"]),
         ("(d) 1.95-style suite + core", [SUITE_195])]
-# The edit loop's edits: one constant of the suite's `jacobi2d` kernel, each time to another
-# value of the same length (the first `--edits` of them, in order).
-EDIT = ("0.25 * (input[i - 1][j]", [f"{c} * (input[i - 1][j]" for c in
-                                    ("0.24", "0.23", "0.22", "0.21", "0.26", "0.27", "0.28", "0.29")])
+# The edit loop's edits: one constant of the suite's `jacobi2d` kernel, each time to a value
+# of the same length that no earlier edit of the loop wrote (taken in order, one per mode and
+# round), so that every compilation of the loop, incremental or not, sees a real edit.
+EDIT = ("0.25 * (input[i - 1][j]", [f"0.{n:02d} * (input[i - 1][j]" for n in range(10, 100) if n != 25])
+# The most edits per mode and run (`--edits`).
+MAX_EDITS = 8
+# The modes with an edit loop.
+EDIT_MODES = ["stock", "base", "ours", TOOLCHAIN_MODE, STOCK_LTO_MODE]
+assert len(EDIT[1]) >= MAX_EDITS * len(EDIT_MODES), "the edit loop needs a value per mode and round"
 
 
 class Bench:
@@ -429,12 +437,13 @@ class Bench:
         return os.path.join(self.ws_lto, "src", f"{SUITE_195}.rs")
 
     def cargo(self, run_index, target, mode, verb, flags, build_std, images=None, emit_bc=False,
-              warm_from=None, label_target=None, rep=None):
+              warm_from=None, label_target=None, rep=None, incremental=False):
         """One cold `cargo VERB` of the workspace, `-j1` so that compilations do not overlap;
         records every logged rustc invocation as a sample (under `label_target` if given; with
         `rep`, the edit loop's edit it belongs to).
-        With `warm_from`, a warm one in the target folder of that earlier mode instead. The
-        fat-LTO modes build their own workspace."""
+        With `warm_from`, a warm one in the target folder of that earlier mode instead. With
+        `incremental`, `CARGO_INCREMENTAL=1` (the host checks, as `cargo offload` runs its host
+        metadata pass). The fat-LTO modes build their own workspace."""
         target_dir = os.path.join(self.work, "target", warm_from or mode)
         if not warm_from:
             shutil.rmtree(target_dir, ignore_errors=True)
@@ -454,6 +463,8 @@ class Bench:
                    # of reach): both compilers build `core` from upstream's source, ours with our
                    # patches, stock without them (ours uses built-in macros that stock lacks).
                    __CARGO_TESTS_ONLY_SRC_ROOT=self.library_of(warm_from or mode))
+        if incremental:
+            env["CARGO_INCREMENTAL"] = "1"
         if mode == "floor":
             env["OFFLOAD_BENCH_EMIT"] = "dep-info,metadata"
         if images:
@@ -521,36 +532,45 @@ class Bench:
         return {c: ["-Zunstable-options", f"-Zoffload=HostMetadata={os.path.join(self.manifests, c + '.json')}"]
                 + same_crate(c) for c in ROOTS}
 
-    def edit_loop(self, r, target, mode):
-        """The edit loop, after a cold build of `mode`: one kernel of the suite (of the
-        1.95-style suite's copy for stock-lto) edited (`EDIT`), then a warm rebuild of the
-        device image (`core` is built, or the toolchain's); for ours and ours-toolchain, the
-        host metadata pass of the edited crate first, since the manifest records the kernel's
-        definition. `--edits` edits, each to another value. Samples `<mode>-edit` (and
-        `HOST_EDIT[mode]`, labelled with the device target), with the edit's index as `rep`.
-        The source and the manifest are restored afterwards."""
+    def edit_loop(self, r, target, modes):
+        """The edit loop of `target`, after the cold builds of every mode of `modes` (those of
+        `EDIT_MODES`, in the run's order): `--edits` rounds, each of which edits the kernel
+        (`EDIT`; stock-lto: in the 1.95-style suite's copy) once for each mode in turn and
+        rebuilds that mode's image warm (`core` is built, or the toolchain's), so that every
+        mode's edits fall in the same minutes. For ours and ours-toolchain, the host metadata
+        pass of the edited crate (incremental, in one target folder for both) runs first, since
+        the manifest records the kernel's definition. Samples `<mode>-edit` (and
+        `HOST_EDIT[mode]`, labelled with the device target), with the round as `rep`. The
+        sources and the manifest are restored afterwards."""
         host = "x86_64-unknown-linux-gnu"
-        path = self.lto_source() if mode == STOCK_LTO_MODE else os.path.join(self.ws, "src", "suite_0.rs")
-        with open(path) as f:
-            original = f.read()
-        if EDIT[0] not in original:
-            sys.exit(f"error: [BENCH] the edit loop's kernel line `{EDIT[0]}` is not in {path}")
+        paths = {mode: self.lto_source() if mode == STOCK_LTO_MODE else os.path.join(self.ws, "src", "suite_0.rs")
+                 for mode in modes}
+        originals = {}
+        for path in set(paths.values()):
+            with open(path) as f:
+                originals[path] = f.read()
+            if EDIT[0] not in originals[path]:
+                sys.exit(f"error: [BENCH] the edit loop's kernel line `{EDIT[0]}` is not in {path}")
+        values = iter(EDIT[1])
         try:
-            for rep, edited in enumerate(EDIT[1][:self.args.edits]):
-                with open(path, "w") as f:
-                    f.write(original.replace(EDIT[0], edited, 1))
-                if mode in HOST_EDIT:
-                    self.cargo(r, host, HOST_EDIT[mode], "check", self.host_metadata_flags(), build_std=False,
-                               warm_from="host-metadata", label_target=target, rep=rep)
-                self.cargo(r, target, f"{mode}-edit", "build", self.device_flags(target, mode),
-                           build_std=(mode != TOOLCHAIN_MODE), emit_bc=(mode == "stock"), warm_from=mode, rep=rep)
+            for rep in range(self.args.edits):
+                for mode in modes:
+                    with open(paths[mode], "w") as f:
+                        f.write(originals[paths[mode]].replace(EDIT[0], next(values), 1))
+                    if mode in HOST_EDIT:
+                        self.cargo(r, host, HOST_EDIT[mode], "check", self.host_metadata_flags(), build_std=False,
+                                   warm_from="host-metadata", label_target=target, rep=rep, incremental=True)
+                    self.cargo(r, target, f"{mode}-edit", "build", self.device_flags(target, mode),
+                               build_std=(mode != TOOLCHAIN_MODE), emit_bc=(mode == "stock"), warm_from=mode,
+                               rep=rep)
         finally:
-            with open(path, "w") as f:
-                f.write(original)
-        if mode in HOST_EDIT:
+            for path, original in originals.items():
+                with open(path, "w") as f:
+                    f.write(original)
+        if any(mode in HOST_EDIT for mode in modes):
             # The manifest of the unedited source again, for the builds that follow.
             self.cargo(r, host, "host-metadata-restore", "check", self.host_metadata_flags(), build_std=False,
-                       warm_from="host-metadata")
+                       warm_from="host-metadata", incremental=True)
 
     def run_all(self):
         for target in self.args.targets:
@@ -563,10 +583,12 @@ class Bench:
         for r in range(self.args.runs):
             log(f"run {r + 1} of {self.args.runs}")
             # The host metadata pass writes each root's manifest (`cargo check`, as documented).
-            self.cargo(r, host, "host-metadata", "check", self.host_metadata_flags(), build_std=False)
-            # The same crates through a plain `cargo check`: what the host metadata pass costs
-            # over what a developer runs anyway.
-            self.cargo(r, host, "check", "check", {c: same_crate(c) for c in ROOTS}, build_std=False)
+            self.cargo(r, host, "host-metadata", "check", self.host_metadata_flags(), build_std=False,
+                       incremental=True)
+            # The same crates through a plain `cargo check` (incremental, as in cargo's dev
+            # profile): what the host metadata pass costs over what a developer runs anyway.
+            self.cargo(r, host, "check", "check", {c: same_crate(c) for c in ROOTS}, build_std=False,
+                       incremental=True)
             for target in self.args.targets:
                 # The order of the modes turns by one each run, so that none is always first.
                 modes = MODES + LTO_MODES + [TOOLCHAIN_MODE]
@@ -579,8 +601,10 @@ class Bench:
                     if images:
                         self.inspect(target, mode, images)
                     log(f"  {target} {mode}: {time.perf_counter() - t0:.1f} s")
-                    if mode in ("stock", "base", "ours", TOOLCHAIN_MODE, STOCK_LTO_MODE):
-                        self.edit_loop(r, target, mode)
+                t0 = time.perf_counter()
+                self.edit_loop(r, target, [m for m in modes[r % len(modes):] + modes[:r % len(modes)]
+                                           if m in EDIT_MODES])
+                log(f"  {target} edit loop: {time.perf_counter() - t0:.1f} s")
 
     def inspect(self, target, mode, images):
         """What each crate's device code defines (run 0), and what the builds of the table's
@@ -883,6 +907,9 @@ class Bench:
         meta = getattr(self, "meta", None) or dict(
             date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             runs=self.args.runs, edits=self.args.edits, cpus=os.cpu_count(),
+            # How the edit loop ran (absent in runs before both): one mode's edits after
+            # another, or interleaved; the host checks incremental or not.
+            edit_loop="interleaved", host_checks_incremental=True,
             stock=subprocess.run([self.args.stock, "-vV"], capture_output=True, text=True).stdout.strip(),
             ours=subprocess.run([self.args.ours, "-vV"], capture_output=True, text=True).stdout.strip(),
             profile="stock: rustup release build (PGO, LTO'd rustc); ours: stage-1 build of config.example.toml "
@@ -991,16 +1018,22 @@ class Bench:
                 same = "/".join({True: "yes", False: "no", None: "-"}[pts[n]["same_bitcode"]] for n in SCALING[1:])
                 lines.append(f"| {target} | {mode} | {t} | {fn} | {b} | {same} |")
         check = getattr(self, "host_check", {})
-        lines += ["", "Host metadata pass (`cargo check`, host target, per root crate; ours needs it once per "
-                  "change of the host code, not per device target), against a plain `cargo check` of the same "
-                  "crates: " + ", ".join(f"{k} {fmt(v)} s vs {fmt(check.get(k))} s" for k, v in host.items()), ""]
+        incremental = " incremental" if meta.get("host_checks_incremental") else ""
+        lines += ["", f"Host metadata pass (cold{incremental} `cargo check`, host target, per root crate; ours "
+                  "needs it once per change of the host code, not per device target), against a plain cold"
+                  f"{incremental} `cargo check` of the same crates: "
+                  + ", ".join(f"{k} {fmt(v)} s vs {fmt(check.get(k))} s" for k, v in host.items()), ""]
         edit = getattr(self, "edit_rows", [])
         if edit:
             lines += ["Edit loop: one kernel of the suite edited (a constant of `jacobi2d`), then the device "
                       "image rebuilt with `core` already built (warm `cargo build`, seconds of rustc, the median of "
                       f"{self.args.edits} edits per run, then of the runs); "
                       "ours and ours-toolchain (`core` from the toolchain) also rerun the host metadata pass of "
-                      "the edited crate, since the manifest records the kernel's definition; stock-lto: the same "
+                      f"the edited crate{' (incremental)' if incremental else ''}, since the manifest records "
+                      "the kernel's definition; "
+                      + ("the modes' edits interleaved, one of each mode per round; "
+                         if meta.get("edit_loop") == "interleaved" else "each mode's edits after its cold build; ")
+                      + "stock-lto: the same "
                       "constant of the 1.95-style suite edited, its fat-LTO `cdylib` rebuilt (LTO and link "
                       "included):", "",
                       "| target | stock s | base s | ours s (host metadata + device) | stock/ours | base/ours "
@@ -1203,8 +1236,8 @@ def main():
     p.add_argument("--device-sysroot", help="the toolchain's device sysroot, for ours-toolchain (default: "
                    "offload-device-sysroot beside the stage-1 folder of --ours, as `./x.py build` writes it)")
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--edits", type=int, default=5, choices=range(1, len(EDIT[1]) + 1), metavar="N",
-                   help=f"edits of the edit loop per run and mode, 1 to {len(EDIT[1])} (default 5)")
+    p.add_argument("--edits", type=int, default=5, choices=range(1, MAX_EDITS + 1), metavar="N",
+                   help=f"edits of the edit loop per run and mode, 1 to {MAX_EDITS} (default 5)")
     p.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
     p.add_argument("--update-readme", metavar="README", help="replace the table between the bench markers")
     p.add_argument("--from-json", metavar="RESULTS", help="only redo the reports from this results.json")

@@ -7,7 +7,8 @@ not), since the scaling variants of the suite are packages of one crate name. Fo
 compiled for the benchmark's target (`$OFFLOAD_BENCH_TARGET`), the wrapper appends the flags
 that `$OFFLOAD_BENCH_FLAGS` (JSON: label -> flags, `"*"` for any other crate) gives it, which is
 how each root crate gets its own manifest path; a `-Cmetadata=` among them replaces cargo's
-(the scaling variants get one, so that they are the same crate to rustc);
+(the scaling variants get one, so that they are the same crate to rustc, and then each its own
+folder under cargo's `-C incremental`);
 `$OFFLOAD_BENCH_EMIT`, if set, replaces the `--emit` list. It runs rustc and appends one JSON
 line to `$OFFLOAD_BENCH_LOG`: `{"crate" (the label), "seconds" (wall), "max_rss_kib" (wait4's
 ru_maxrss), "status"}`. Build scripts, host crates and cargo's `--print` probes run unchanged
@@ -52,6 +53,13 @@ def main():
         for a in args:
             if kept and kept[-1] == "-C" and a.startswith("metadata="):
                 kept.pop()
+            elif kept and kept[-1] == "-C" and a.startswith("incremental="):
+                # One crate to rustc is one session folder in cargo's incremental folder: each
+                # package gets its own, or their sessions (whose options differ, each with its
+                # manifest path) would throw each other's cache away.
+                kept.append(os.path.join(a, label))
+            elif a.startswith("-Cincremental="):
+                kept.append(os.path.join(a, label))
             elif not a.startswith("-Cmetadata="):
                 kept.append(a)
         args = kept

@@ -9,10 +9,11 @@
 //! value, reading through one pointer and writing through another, scalars of four widths in
 //! an order a swap would change, and a kernel of a second crate.
 //!
-//! Then a second program of the workspace (an example) runs by name, `run` refuses to pick
-//! among several programs, `cargo offload test` runs a test that launches a kernel, a C
-//! program calls a `cdylib` that launches one, and the bundled example (`src/offload-example`)
-//! runs and checks itself against the host.
+//! Then a second program of the workspace (an example) runs by name, and again after an edit
+//! that launches another instance of its kernel (through the host metadata pass, incremental
+//! in the release profile too), `run` refuses to pick among several programs, `cargo offload
+//! test` runs a test that launches a kernel, a C program calls a `cdylib` that launches one,
+//! and the bundled example (`src/offload-example`) runs and checks itself against the host.
 //!
 //! The device pass takes the CPU device's `core` from the toolchain (the device sysroot) and
 //! builds none; a copy of the workspace built with `--build-std` (`core` from source) gives the
@@ -31,7 +32,7 @@ use cargo::{
     cargo_offload, cargo_offload_fails, compare_kernels, copy_dir, kernel_instructions,
     project_example,
 };
-use run_make_support::{cmd, cwd, source_root};
+use run_make_support::{cmd, cwd, rfs, source_root};
 
 /// `name: v0 v1 ...` lines of the program's output.
 fn results(stdout: &str) -> BTreeMap<String, Vec<f64>> {
@@ -176,6 +177,34 @@ fn main() {
     let second =
         cargo_offload(&ws, &["run", "--release", "--offload-arch=host", "--example", "second"]);
     assert_eq!(second.stdout_utf8().trim(), "second: 42 42 42 42 42 42 42 42");
+    // The host metadata pass is incremental in the release profile too (it generates no code):
+    // the example's crate has a session folder (cargo makes `incremental/` in any case). An
+    // edit that launches another instance of the kernel reaches the manifest, the image and
+    // the program. `cargo offload test` below builds the examples too (as `cargo test` does),
+    // and only this example launches `scale::<u32>`: its host metadata pass must check them.
+    let incremental =
+        ws.join("target/offload/host-metadata/x86_64-unknown-linux-gnu/release/incremental");
+    let sessions: Vec<String> = std::fs::read_dir(&incremental)
+        .map(|dir| dir.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(
+        sessions.iter().any(|s| s.starts_with("second-")),
+        "the release host metadata pass was not incremental: {} holds {sessions:?}",
+        incremental.display()
+    );
+    let second_rs = ws.join("app/examples/second.rs");
+    let source = rfs::read_to_string(&second_rs);
+    let edited = source
+        .replace("[2u64; 8]", "[3u32; 8]")
+        .replace("kern::scale::<u64>", "kern::scale::<u32>")
+        .replace("21u64", "7u32");
+    assert_ne!(edited, source);
+    rfs::write(&second_rs, edited);
+    let second =
+        cargo_offload(&ws, &["run", "--release", "--offload-arch=host", "--example", "second"]);
+    assert_eq!(second.stdout_utf8().trim(), "second: 21 21 21 21 21 21 21 21");
+    let manifest = rfs::read_to_string(ws.join("target/offload/image/manifest.json"));
+    assert!(manifest.contains("kern::scale::<u32>"), "the edited launch is not in {manifest}");
     let several = cargo_offload_fails(
         &ws,
         &["run", "--release", "--offload-arch=host", "--bins", "--examples"],

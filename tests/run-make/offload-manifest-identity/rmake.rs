@@ -12,6 +12,9 @@
 //!   apart: refused;
 //! - after a change of a crate's root file that leaves its HIR alone, an incremental build
 //!   launches the new symbol (the source fingerprint is not cached);
+//! - an incremental host metadata pass writes, after each edit (a kernel's body, a launch
+//!   added, a launch removed), the manifest that a fresh pass writes, and the device pass
+//!   takes it;
 //! - a device pass whose crate is in the manifest's graph but builds only a final artifact (so
 //!   no crate of the build makes the image) is an error; a library that also builds an rlib is
 //!   not;
@@ -78,6 +81,7 @@ fn main() {
     shifted_disambiguator();
     edited_kernel();
     incremental_build_sees_the_root_file();
+    incremental_host_metadata_pass();
     stale_image();
     manifest_path_out_of_the_crate_hash();
     stock_and_fork_refuse_each_other();
@@ -318,6 +322,82 @@ fn incremental_build_sees_the_root_file() {
     rfs::write("edit.rs", root);
     assert_ne!(before, after, "the root file changed, the kernel's symbol did not");
     assert_eq!(after, fresh, "the incremental build launches a stale kernel symbol");
+}
+
+/// The host metadata pass of `incr.rs`, incremental (one cache, manifest path and output folder
+/// for every session, since the manifest path is among the options that an incremental
+/// session must match) and fresh, on the unedited file and after each of three edits: the
+/// kernel's body, a launch of another instance added, the first launch removed. After the
+/// first session, each incremental one must use the cache (`-Zincremental-info` says when it
+/// ignores it), and its manifest must be the fresh pass's, byte for byte, and name the
+/// launched instances; the last one builds the image.
+fn incremental_host_metadata_pass() {
+    // The manifest's text, its kernels (`<instance> <definition>`), and whether the session
+    // used the incremental cache.
+    let manifest = |dir: &str, incremental: bool| -> (String, Vec<String>, bool) {
+        let out = cwd().join(dir);
+        rfs::create_dir_all(&out);
+        let path = out.join("incr.json");
+        let mut r = host("incr.rs");
+        r.crate_name("incr")
+            .emit("metadata")
+            .out_dir(&out)
+            .arg(format!("-Zoffload=HostMetadata={}", path.display()));
+        if incremental {
+            r.arg(format!("-Cincremental={}", cwd().join("incr-cache").display()))
+                .arg("-Zincremental-info");
+        }
+        let run = r.run();
+        let reused = !run.stderr_utf8().contains("completely ignoring cache");
+        let text = rfs::read_to_string(&path);
+        let parsed: Value = serde_json::from_str(&text).unwrap();
+        let kernels = parsed["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| format!("{} {}", k["kernel"].as_str().unwrap(), k["definition"]))
+            .collect();
+        (text, kernels, reused)
+    };
+    let original = rfs::read_to_string("incr.rs");
+    let launch = |ty: &str| {
+        format!(
+            "#[cfg(target_arch = \"x86_64\")]\npub fn launch_{ty}(x: &mut [{ty}; 4]) {{\n    \
+             core::intrinsics::offload::<_, _, ()>(scale::<{ty}>, [1, 1, 1], [1, 1, 1], \
+             (x as *mut _, 2.0{ty}))\n}}\n"
+        )
+    };
+    assert!(
+        original.contains(&launch("f32")),
+        "incr.rs does not launch `scale::<f32>` as expected"
+    );
+    let body = original.replacen("*v = *v * a;", "*v = *v * a * a;", 1);
+    let added = format!("{body}\n{}", launch("f64"));
+    let removed = added.replacen(&launch("f32"), "", 1);
+    assert!(body != original && added != body && removed != added, "an edit changed nothing");
+    let mut definitions = Vec::new();
+    for (step, source) in [original.as_str(), &body, &added, &removed].into_iter().enumerate() {
+        rfs::write("incr.rs", source);
+        let (incremental, kernels, reused) = manifest("incr", true);
+        assert!(reused || step == 0, "step {step}: the incremental session ignored its cache");
+        rfs::copy(cwd().join("incr/incr.json"), cwd().join(format!("incr-{step}.json")));
+        let (fresh, _, _) = manifest(&format!("incr-fresh/{step}"), false);
+        assert_eq!(incremental, fresh, "step {step}: the incremental pass's manifest is stale");
+        let names: Vec<&str> = kernels.iter().map(|k| k.split(' ').next().unwrap()).collect();
+        let want: &[&str] = match step {
+            0 | 1 => &["incr::scale::<f32>"],
+            2 => &["incr::scale::<f32>", "incr::scale::<f64>"],
+            _ => &["incr::scale::<f64>"],
+        };
+        assert_eq!(names, want, "step {step}: the manifest's kernels");
+        definitions.push(kernels[0].split(' ').nth(1).unwrap().to_string());
+    }
+    assert_ne!(definitions[0], definitions[1], "the body's edit left the definition fingerprint");
+    let out = cwd().join("incr-device");
+    rfs::create_dir_all(&out);
+    device("incr.rs", &cwd().join("incr-3.json")).crate_name("incr").out_dir(&out).run();
+    assert!(out.join("host.out").exists(), "the incremental pass's manifest built no image");
+    rfs::write("incr.rs", original);
 }
 
 /// The host pass of `edit`, with the image of its device pass, then after an edit of the

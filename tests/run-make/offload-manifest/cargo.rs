@@ -156,6 +156,8 @@ fn run(dir: &Path, args: &[&str], succeed: bool) -> CompletedProcess {
         .env("CARGO_OFFLOAD_DEVICE_SYSROOT", device_sysroot())
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        // A user's shell sets none; bootstrap's does, for its own builds.
+        .env_remove("CARGO_INCREMENTAL")
         .env_remove("CARGO_MAKEFLAGS")
         .env_remove("MAKEFLAGS");
     if succeed { c.run() } else { c.run_fail() }

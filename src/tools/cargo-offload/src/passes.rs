@@ -23,7 +23,8 @@ use crate::registration::wrap_images;
 use crate::util::{Failure, Result, copy_if_changed, fail, forget_other_compilers_output};
 use crate::vendor::{device_binary, runtime_lib_dir};
 use crate::workspace::{
-    Workspace, host_triple, manifest_path_args, profile_args, profile_dir, workspace,
+    Workspace, host_triple, manifest_path_args, profile_args, profile_dir, test_check_targets,
+    workspace,
 };
 use crate::wrapper::{PROGRAM_VAR, WRAP_VAR};
 
@@ -231,12 +232,21 @@ impl<'a> Build<'a> {
         let mut check = cargo_command(&self.cargo, "check");
         check
             .args(&inv.cargo_args)
-            .args(if inv.verb == "test" { &["--tests"][..] } else { &[] })
+            .args(if inv.verb == "test" { test_check_targets(&inv.cargo_args) } else { &[] })
             .args(["--target", host, "--target-dir"])
             .arg(self.dir.join("host-metadata"))
             .env("RUSTC_WRAPPER", current_exe()?)
             .env(WRAP_VAR, &self.manifests)
             .env("RUSTFLAGS", format!("{} {}", self.user_rustflags, self.check_cfg));
+        // The pass generates no code, so what makes a release profile non-incremental (the
+        // optimizations that incremental codegen units give up) does not apply to it; after an
+        // edit it then type-checks again only what changed. The pass writes the manifest in
+        // every session, from queries that the dependency graph tracks. The variable outranks
+        // the profiles' `incremental` and `build.incremental`; a caller's own value is kept, so
+        // that `CARGO_INCREMENTAL=0` still turns it off (to save the disk, or to rule it out).
+        if std::env::var_os("CARGO_INCREMENTAL").is_none() {
+            check.env("CARGO_INCREMENTAL", "1");
+        }
         let artifacts = cargo_pass(&format!("host metadata pass ({host})"), check, true)?;
         let roots = root_manifests(&artifacts, &self.ws, &self.manifests);
         let manifest = merge_manifests(&roots)?;

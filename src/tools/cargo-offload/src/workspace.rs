@@ -215,10 +215,59 @@ pub(crate) fn profile_args(cargo_args: &[String]) -> Vec<String> {
     out
 }
 
+/// Cargo's target selection options (`--lib`, `--bin NAME`, `--tests`, `--all-targets`, ...).
+const TARGET_SELECTION: &[&str] = &[
+    "--lib",
+    "--bin",
+    "--bins",
+    "--example",
+    "--examples",
+    "--test",
+    "--tests",
+    "--bench",
+    "--benches",
+    "--all-targets",
+    "--doc",
+];
+
+/// The target selection that the host metadata pass of `cargo offload test` adds to the user's
+/// cargo args: `--tests` (the crates that `cargo test` compiles as tests, with `cfg(test)`),
+/// and, when the user selects no target, `--examples` too, since `cargo test` then also builds
+/// the examples (to see that they compile), which the host pass links with the images. Without
+/// it, a kernel instance that only an example launches would be missing from the images, and
+/// the host pass would refuse the example. An example or bench that the user names is checked
+/// as itself, not as a test (`cargo test --example NAME` compiles it with `cfg(test)`).
+pub(crate) fn test_check_targets(cargo_args: &[String]) -> &'static [&'static str] {
+    let selects = cargo_args.iter().any(|a| {
+        TARGET_SELECTION
+            .iter()
+            .any(|f| a == f || a.strip_prefix(f).is_some_and(|r| r.starts_with('=')))
+    });
+    if selects { &["--tests"] } else { &["--tests", "--examples"] }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::util::strings;
+
+    #[test]
+    fn test_check_adds_examples_only_without_target_selection() {
+        assert_eq!(
+            test_check_targets(&strings(&["--release", "-p", "app"])),
+            ["--tests", "--examples"]
+        );
+        assert_eq!(test_check_targets(&strings(&["--test", "t", "--release"])), ["--tests"]);
+        assert_eq!(test_check_targets(&strings(&["--lib"])), ["--tests"]);
+        assert_eq!(test_check_targets(&strings(&["--bin=app"])), ["--tests"]);
+        assert_eq!(test_check_targets(&strings(&["--bench=b"])), ["--tests"]);
+        assert_eq!(test_check_targets(&strings(&["--example=x"])), ["--tests"]);
+        assert_eq!(test_check_targets(&strings(&["--examples", "--workspace"])), ["--tests"]);
+        assert_eq!(test_check_targets(&strings(&["--all-targets"])), ["--tests"]);
+        assert_eq!(test_check_targets(&strings(&["--workspace"])), ["--tests", "--examples"]);
+        // Only a whole flag, or one with `=VALUE`, selects: not a longer flag that starts alike.
+        assert_eq!(test_check_targets(&strings(&["--libfoo"])), ["--tests", "--examples"]);
+    }
 
     #[test]
     fn profile_folder_follows_release_and_profile() {
