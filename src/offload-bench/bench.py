@@ -40,7 +40,8 @@ What users get, for (b), (c) and (d) (not (a): it builds no `core`):
   ours-toolchain  ours (the same manifests) with `--sysroot` the toolchain's device sysroot
                   (`--device-sysroot`, default `offload-device-sysroot` beside the stage-1
                   folder of `--ours`: `<cache>/build/<host>/offload-device-sysroot`), whose
-                  `core` is built with `-Zalways-encode-mir`, and no `-Zbuild-std`: cargo
+                  `core` is built with `-Zalways-encode-mir` and
+                  `-Zcross-crate-inline-threshold=always`, and no `-Zbuild-std`: cargo
                   compiles only the root crates, and the time is theirs.
 
 Each mode is one cold `cargo build --release -j1 -Zbuild-std=core --target T` (ours-toolchain:
@@ -791,8 +792,9 @@ class Bench:
         of base (`--cfg offload_base`: its generic kernel's two instances as non-generic
         kernels), ours and ours-toolchain (`--sysroot` the device sysroot, if it has the
         target), for `target`, as that test builds them: opt-level 3, `core` from our sysroot
-        (built with `-Zalways-encode-mir`), one codegen unit. Not timed. Returns ({mode: image},
-        manifest). Raises ValueError, naming the compilation, if one fails."""
+        (built with `-Zalways-encode-mir` and `-Zcross-crate-inline-threshold=always`), one codegen
+        unit. Not timed. Returns ({mode: image}, manifest). Raises ValueError, naming the
+        compilation, if one fails."""
         work = os.path.join(self.work, "corpus", target)
         shutil.rmtree(work, ignore_errors=True)
         host = os.path.join(work, "host")
@@ -958,7 +960,8 @@ class Bench:
             "instances as non-generic kernels). stock builds upstream's `core` (without the fork's "
             "patches) and not the example, which uses the fork's `core::offload`: (b) has no stock cells. "
             "What users get: ours-toolchain ((b), (c) and (d)) = ours "
-            "with `core` from the toolchain's device sysroot (`--sysroot`, built with `-Zalways-encode-mir`) "
+            "with `core` from the toolchain's device sysroot (`--sysroot`, built with `-Zalways-encode-mir` and "
+            "`-Zcross-crate-inline-threshold=always`) "
             "and no `-Zbuild-std`, so its seconds are the root crate's alone; stock-lto ((d)) = stock "
             "building base-lto's `cdylib` (on nvptx linked by our `llvm-bitcode-linker`, which rustup's "
             "1.95.0 lacks; its functions and bytes are the LTO'd module's). The host metadata pass that "

@@ -8,9 +8,10 @@
 //! (`config.example.toml`); the host's own `core` in the stage-1 sysroot is `std`'s, built without
 //! it, so the CPU device gets its own, built here with the stage-1 compiler and cargo's
 //! `-Zbuild-std=core` (release profile, `-Cpanic=abort` as the image crate's profile,
-//! `-Zalways-encode-mir`, and `--cfg offload_device`, which adds `core::offload`'s runner of a
-//! launch's grid). The folder is a sysroot of its own, `lib/rustlib/<target>/lib` per
-//! target, which `cargo offload` takes from `CARGO_OFFLOAD_DEVICE_SYSROOT`.
+//! `-Zalways-encode-mir`, `-Zcross-crate-inline-threshold=always` as the device pass compiles
+//! crates, and `--cfg offload_device`, which adds `core::offload`'s runner of a launch's grid).
+//! The folder is a sysroot of its own, `lib/rustlib/<target>/lib` per target, which `cargo
+//! offload` takes from `CARGO_OFFLOAD_DEVICE_SYSROOT`.
 
 use std::fs;
 use std::path::PathBuf;
@@ -30,8 +31,8 @@ pub fn device_sysroot(cache: &Cache) -> PathBuf {
 
 /// How the CPU device's `core` is built; part of the sysroot's `stamp`, so that a change here
 /// rebuilds it.
-const RECIPE: &str =
-    "cargo build --release -Zbuild-std=core, -Zalways-encode-mir --cfg offload_device, panic=abort";
+const RECIPE: &str = "cargo build --release -Zbuild-std=core, -Zalways-encode-mir \
+                      -Zcross-crate-inline-threshold=always --cfg offload_device, panic=abort";
 
 /// What the CPU device's `core` was built by and how: [`RECIPE`] and the stage-1 compiler's
 /// driver library (name, size, modification time). Recorded in the sysroot's `stamp`, which
@@ -74,8 +75,10 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     if fs::read_to_string(&stamp).ok().as_deref() == Some(identity.as_str()) {
         return Ok(());
     }
-    let timer =
-        Timer::start(STEP, format!("`core` for the CPU device ({HOST}, -Zalways-encode-mir)"));
+    let timer = Timer::start(
+        STEP,
+        format!("`core` for the CPU device ({HOST}, -Zalways-encode-mir, cross-crate inlinable)"),
+    );
     let work = cache.root.join("offload-cpu-device-core");
     fs::create_dir_all(work.join("src"))
         .map_err(io(format!("cannot create {}", work.display())))?;
@@ -92,8 +95,19 @@ pub fn ensure(cache: &Cache) -> Result<()> {
         .args(["build", "--release", "-Zbuild-std=core", "--target", HOST, "--target-dir"])
         .arg(&target_dir)
         .env("RUSTC_BOOTSTRAP", "1")
-        // `offload_device`: the grid runner and work-item state of `core::offload`.
-        .env("CARGO_ENCODED_RUSTFLAGS", "-Zalways-encode-mir\x1f--cfg\x1foffload_device")
+        // `offload_device`: the grid runner and work-item state of `core::offload`. Every
+        // function cross-crate inlinable, as the device pass compiles crates (see the GPU
+        // targets' `rustflags` in `config.example.toml`).
+        .env(
+            "CARGO_ENCODED_RUSTFLAGS",
+            [
+                "-Zalways-encode-mir",
+                "-Zcross-crate-inline-threshold=always",
+                "--cfg",
+                "offload_device",
+            ]
+            .join("\x1f"),
+        )
         .env("RUSTFLAGS", "");
     enter.program = stage0_toolchain().join("bin/cargo").into();
     crate::ui::run_captured(STEP, &mut enter.command(cache)?)?;
