@@ -42,7 +42,8 @@ pub const SYSROOT_SUITE: &str = "trixie";
 
 /// Packages installed into the sysroot on top of `debootstrap --variant=minbase`: the build
 /// tools bootstrap needs, and LLVM 22 with its offload runtime (`liboffload-22-dev`,
-/// `libomp-22-dev`), the prebuilt compiler-rt builtins, and jemalloc for the compiler.
+/// `libomp-22-dev`) and the Polly archives its static link needs (`libpolly-22-dev`), the
+/// prebuilt compiler-rt builtins, and jemalloc for the compiler.
 pub const SYSROOT_PACKAGES: &[&str] = &[
     "build-essential",
     "cmake",
@@ -66,7 +67,10 @@ pub const SYSROOT_PACKAGES: &[&str] = &[
     "libclang-rt-22-dev",
     "liboffload-22-dev",
     "libomp-22-dev",
-    // The compiler's allocator (`rust.jemalloc` in `config.example.toml`, patch 0015).
+    // Trixie's LLVM links Polly into its passes (`getPollyPluginInfo`): a compiler that links
+    // LLVM statically (`llvm.link-shared = false` in `config.example.toml`) needs its archives.
+    "libpolly-22-dev",
+    // The compiler's allocator (`rust.jemalloc` in `config.example.toml`, patch 0024).
     "libjemalloc-dev",
 ];
 
