@@ -1,7 +1,7 @@
 //! Runs the bundled example's kernels through the offload runtime and checks each result
 //! against the same computation done on the host, without offload. Prints one line per
-//! kernel: the first values of both, the largest difference, and `ok` or `MISMATCH`; exits
-//! with status 1 on a mismatch.
+//! kernel: the first values of both, the largest difference, how many elements differ (a NaN or
+//! a missing element counts), and `ok` or `MISMATCH`; exits with status 1 on a mismatch.
 
 use offload_example::{N, launch_saxpy, launch_stencil3, launch_sum_reduce};
 
@@ -10,17 +10,24 @@ use offload_example::{N, launch_saxpy, launch_stencil3, launch_sum_reduce};
 const TOLERANCE: f32 = 1e-5;
 
 fn check(name: &str, device: &[f32], reference: &[f32]) -> bool {
+    // Every element is compared, and a comparison with NaN is false: a NaN or a missing
+    // element is a mismatch (`f32::max` would drop a NaN difference).
+    let relative = |(d, r): (&f32, &f32)| (d - r).abs() / r.abs().max(1.0);
+    let mismatches = device.iter().zip(reference).filter(|&p| !(relative(p) <= TOLERANCE)).count()
+        + device.len().abs_diff(reference.len());
     let diff = device
         .iter()
         .zip(reference)
-        .map(|(d, r)| (d - r).abs() / r.abs().max(1.0))
-        .fold(0.0f32, f32::max);
-    let ok = device.len() == reference.len() && diff <= TOLERANCE;
+        .map(relative)
+        .fold(0.0f32, |max, d| if d.is_nan() || max.is_nan() { f32::NAN } else { max.max(d) });
+    let ok = mismatches == 0;
     let head = |v: &[f32]| v.iter().take(4).map(|x| format!("{x}")).collect::<Vec<_>>().join(", ");
     println!(
-        "{name}: device [{}, ...] reference [{}, ...] max relative difference {diff:e}: {}",
+        "{name}: device [{}, ...] reference [{}, ...] max relative difference {diff:e}, \
+         {mismatches} of {} elements differ: {}",
         head(device),
         head(reference),
+        reference.len(),
         if ok { "ok" } else { "MISMATCH" }
     );
     ok

@@ -105,20 +105,59 @@ pub fn prepare(project: &Path, cache: &Cache) -> Result<()> {
 
 /// Runs upstream's `x.py` in the tree, inside the sysroot.
 pub fn bootstrap(cache: &Cache, step: &'static str, args: &[&str]) -> Result<()> {
+    let status = bootstrap_command(cache, args)?
+        .status()
+        .map_err(|e| Failure { step, message: format!("cannot start unshare: {e}") })?;
+    bootstrap_status(step, args, status)
+}
+
+/// As [`bootstrap`], and also returns what bootstrap printed on its standard output, which
+/// passes through to ours line by line as it comes.
+pub fn bootstrap_tee(cache: &Cache, step: &'static str, args: &[&str]) -> Result<String> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = bootstrap_command(cache, args)?
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| Failure { step, message: format!("cannot start unshare: {e}") })?;
+    let mut output = String::new();
+    let mut reader = BufReader::new(child.stdout.take().expect("a piped standard output"));
+    let mut line = Vec::new();
+    let mut stdout = std::io::stdout();
+    // Bytes, not `lines()`: a test's output need not be UTF-8, and the terse renderer writes
+    // no newline until a row is full, so each chunk is echoed as it comes.
+    while reader
+        .read_until(b'\n', &mut line)
+        .map_err(|e| Failure { step, message: format!("cannot read bootstrap's output: {e}") })?
+        > 0
+    {
+        let _ = stdout.write_all(&line);
+        let _ = stdout.flush();
+        output.push_str(&String::from_utf8_lossy(&line));
+        line.clear();
+    }
+    let status = child
+        .wait()
+        .map_err(|e| Failure { step, message: format!("cannot wait for unshare: {e}") })?;
+    bootstrap_status(step, args, status)?;
+    Ok(output)
+}
+
+/// Upstream's `x.py` with `args`, in the tree, inside the sysroot.
+fn bootstrap_command(cache: &Cache, args: &[&str]) -> Result<Command> {
     let project = project_root();
     let fingerprint = source_fingerprint(&project)?;
     // The project is visible inside, at its own path, for the run-make tests that build its
     // bundled example as a Cargo program (`OFFLOAD_FORK_PROJECT`).
-    let enter = Enter::new(cache, &cache.tree(), "python3")
+    Enter::new(cache, &cache.tree(), "python3")
         .arg("x.py")
         .args(args.iter().copied())
         .env(SOURCE_FINGERPRINT_VAR, fingerprint)
         .env("OFFLOAD_FORK_PROJECT", &project)
-        .bind(&project);
-    let status = enter
-        .command(cache)?
-        .status()
-        .map_err(|e| Failure { step, message: format!("cannot start unshare: {e}") })?;
+        .bind(&project)
+        .command(cache)
+}
+
+fn bootstrap_status(step: &'static str, args: &[&str], status: ExitStatus) -> Result<()> {
     if !status.success() {
         return fail(
             step,
@@ -254,11 +293,25 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
     let timer = Timer::start("TEST", format!("compiletest at stage 1: {}", suites.join(" ")));
     // `--force-rerun`: compiletest would otherwise skip tests whose last run passed with this
     // compiler, and a test command that runs nothing proves nothing.
-    let mut args = vec!["test", "--stage", "1", "--force-rerun"];
+    // `rust.verbose-tests`: one line per test with its outcome, which `test_outcomes` reads so
+    // that an ignored or missing test fails the step (CI's renderer prints failures only).
+    let mut args =
+        vec!["test", "--stage", "1", "--force-rerun", "--set", "rust.verbose-tests=true"];
     args.extend(suites.iter().map(String::as_str));
-    let tested = bootstrap(cache, "TEST", &args);
+    let tested = bootstrap_tee(cache, "TEST", &args);
     restore_gpu_sysroot(cache)?;
-    tested?;
+    let output = tested?;
+    let expected = crate::test_outcomes::expected_tests(&cache.tree(), &suites);
+    match crate::test_outcomes::check(&output, &expected) {
+        Ok(passed) => say(
+            "TEST",
+            format!(
+                "{passed} tests passed, none ignored; all {} expected tests ran",
+                expected.len()
+            ),
+        ),
+        Err(message) => return fail("TEST", message),
+    }
     timer.done();
     if paths.is_empty() {
         // Each prefix of the patch series builds; prefixes checked before are skipped, so this

@@ -36,5 +36,6 @@ pub mod pins;
 pub mod series;
 pub mod style;
 pub mod sysroot;
+pub mod test_outcomes;
 pub mod ui;
 pub mod upstream;
