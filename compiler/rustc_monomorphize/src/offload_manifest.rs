@@ -310,7 +310,9 @@ fn launch_calls<'tcx>(
 
 /// Whether the argument tuple `passed` of an `offload` launch fits the parameters of the launched
 /// kernel (`kernel` with `kernel_args`); reports a mismatch at `span`, a slice parameter whose
-/// elements hold addresses ([`address_holder`]: the device would read host addresses), or else
+/// elements hold addresses ([`address_holder`]: the device would read host addresses), a pointer
+/// or reference parameter to interior-mutable data that holds addresses (the device's writes come
+/// back), or else
 /// the lint [`OFFLOAD_SHARED_FOR_MUTABLE`] (at the level of `lint_root`) for each shared pointer
 /// passed for a mutable one. The host maps each argument by the kernel's parameter type, so a
 /// tuple of other types would hand the device other bytes than the kernel reads. What rustc 1.95
@@ -347,7 +349,23 @@ fn launch_args_match<'tcx>(
         let element = match *param.kind() {
             ty::RawPtr(pointee, _) | ty::Ref(_, pointee, _) => match *pointee.kind() {
                 ty::Slice(element) => element,
-                _ => continue,
+                _ => {
+                    // Interior-mutable data behind a pointer comes back from the device as
+                    // bytes (`MappingFlags::from_ty`): addresses in it would be the device's.
+                    if !pointee.is_freeze(tcx, typing_env)
+                        && let Some(holder) = address_holder(tcx, typing_env, pointee, 0)
+                    {
+                        tcx.dcx().emit_err(OffloadLaunchSharedAddresses {
+                            span,
+                            kernel: tcx.def_path_str_with_args(kernel, kernel_args),
+                            index: index + 1,
+                            param: param.to_string(),
+                            holder: holder.to_string(),
+                        });
+                        fine = false;
+                    }
+                    continue;
+                }
             },
             _ => continue,
         };
@@ -435,6 +453,30 @@ struct OffloadLaunchSliceOfAddresses {
     index: usize,
     param: String,
     element: String,
+    holder: String,
+}
+
+/// A launch of a kernel with a pointer or reference parameter to interior-mutable data that
+/// holds addresses ([`address_holder`]), such as `&AtomicPtr<T>` or `&Cell<&T>`.
+#[derive(Diagnostic)]
+#[diag(
+    "the kernel `{$kernel}` takes interior-mutable data that holds host addresses (`{$holder}`) \
+     as parameter {$index} (`{$param}`)"
+)]
+#[note(
+    "an offload launch copies interior-mutable data to the device and back as bytes: the \
+     device would read host addresses, and the host would get the device's addresses back"
+)]
+#[help(
+    "pass the data that the addresses point to as slices or arrays of its own, and indices \
+     into them instead of addresses"
+)]
+struct OffloadLaunchSharedAddresses {
+    #[primary_span]
+    span: Span,
+    kernel: String,
+    index: usize,
+    param: String,
     holder: String,
 }
 

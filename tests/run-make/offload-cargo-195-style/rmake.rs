@@ -4,7 +4,9 @@
 //! pick the kernels, and the device passes see the features the host build resolved, so each
 //! image holds exactly the launched kernels of that selection (the defined but unlaunched one
 //! never): default features, `--features sum`, `--no-default-features --features sum`. One
-//! launch passes `*const [f64; 64]` where the kernel takes `&[f64; 64]`, as rustc 1.95 accepts.
+//! launch passes `*const [f64; 64]` where the kernel takes `&[f64; 64]`, as rustc 1.95 accepts,
+//! and the device passes of that kernel give upstream's `improper_gpu_kernel_arg` warning for
+//! its reference parameter.
 //! Switching back to an earlier selection gives that selection's images again, and a profile
 //! of the workspace's own (`--profile fast`) builds. On this machine, without a GPU, the
 //! program stops at its first launch naming the kernel.
@@ -49,6 +51,16 @@ fn main() {
         let (amd, nvidia) = image_kernels(&ws);
         assert_eq!(amd, expected, "gfx90a kernels with {features:?}\n{}", built.stderr_utf8());
         assert_eq!(nvidia, expected, "sm_90 kernels with {features:?}");
+        // `k195_sum` takes a reference: upstream's `improper_gpu_kernel_arg` warns in the
+        // device passes, as rustc 1.95 does.
+        let warning = "warning: passing type `&[f64; 64]` to a function with \"gpu-kernel\" ABI \
+                       may have unexpected behavior";
+        let stderr = built.stderr_utf8();
+        assert_eq!(
+            stderr.contains(warning),
+            kernels.contains(&"k195_sum"),
+            "the `improper_gpu_kernel_arg` warning with {features:?}:\n{stderr}"
+        );
     }
 
     // The default selection again: cargo still has the first build's fingerprints, and the

@@ -12,8 +12,9 @@
 //! Then a second program of the workspace (an example) runs by name, and again after an edit
 //! that launches another instance of its kernel (through the host metadata pass, incremental
 //! in the release profile too), `run` refuses to pick among several programs, `cargo offload
-//! test` runs a test that launches a kernel, a C program calls a `cdylib` that launches one,
-//! and the bundled example (`src/offload-example`) runs and checks itself against the host.
+//! test` runs a test that launches a kernel, a C program calls a `cdylib` that launches one
+//! (linked, and loaded with `dlopen` under the report library of `OFFLOAD_REPORT=1`, which
+//! names the device), and the bundled example (`src/offload-example`) runs and checks itself against the host.
 //!
 //! The device pass takes the CPU device's `core` from the toolchain (the device sysroot) and
 //! builds none; a copy of the workspace built with `--build-std` (`core` from source) gives the
@@ -30,7 +31,7 @@ use std::path::Path;
 
 use cargo::{
     cargo_offload, cargo_offload_fails, compare_kernels, copy_dir, kernel_instructions,
-    project_example,
+    project_example, report_library,
 };
 use run_make_support::{cmd, cwd, rfs, source_root};
 
@@ -234,6 +235,23 @@ fn main() {
         .run();
     let c_run = cmd(&c_program).env_remove("LD_LIBRARY_PATH").run();
     assert_eq!(c_run.stdout_utf8().trim(), "clib: 1 3 511");
+    // The same cdylib loaded by a C launcher with `dlopen` (the runtime then comes in outside
+    // the global scope), with the report library preloaded as `OFFLOAD_REPORT=1` does: the
+    // kernel runs and the report names its device.
+    let dl_program = cwd().join("clib-dlopen");
+    cmd("cc").arg(ws.join("clib/dlopen.c")).arg("-o").arg(&dl_program).arg("-ldl").run();
+    let dl_run = cmd(&dl_program)
+        .arg(lib.join("libclib.so"))
+        .env_remove("LD_LIBRARY_PATH")
+        .env("LD_PRELOAD", report_library())
+        .run();
+    assert_eq!(dl_run.stdout_utf8().trim(), "clib: 1 3 511");
+    let stderr = dl_run.stderr_utf8();
+    assert!(
+        stderr.lines().any(|l| l.starts_with("[offload report] kernel `_offload_kernel_")
+            && l.contains("` ran on device 0 (")),
+        "the report of the dlopen'ed cdylib's launch:\n{stderr}"
+    );
 
     // The bundled example checks its three kernels against the host itself.
     let example = cwd().join("example");

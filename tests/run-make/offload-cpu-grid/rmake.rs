@@ -18,13 +18,20 @@
 //! sum (1000 blocks of 256 threads, a tree reduction with a barrier per step) and a tiled
 //! 128 x 128 matrix multiply (16 x 16 tiles in block-shared memory, two barriers per tile)
 //! match the host, with the default workers and with one, and so does the block sum in the
-//! dynamic block-shared memory that `core::offload::launch` gives it. A kernel whose thread 0
-//! returns before a barrier that the block's other threads wait at stops the program with a
-//! line that names the kernel and the block, by `SIGABRT`. A work item that overflows its stack
-//! (a kernel with barriers, whose work items run on stacks of their own) or writes to an
-//! unmapped address stops the program with a line that names it and the cause, by `SIGSEGV`,
-//! with one worker and with four, and the overflow also when launched from a thread that has
-//! no alternate signal stack, for which the runner maps one.
+//! dynamic block-shared memory that `core::offload::launch` gives it, and so do eight block
+//! sums that eight host threads launch at once (each its own input, static and dynamic
+//! block-shared memory in turn: the launch record and the shared memory are each thread's). A
+//! kernel whose thread 0 returns before a barrier that the block's other threads wait at stops
+//! the program with a line that names the kernel and the block, by `SIGABRT`. A work item that
+//! overflows its stack (a kernel with barriers, whose work items run on stacks of their own)
+//! or writes to an unmapped address stops the program with a line that names it and the
+//! cause, by `SIGSEGV`, with one worker and with four, and the overflow also when launched
+//! from a thread that has no alternate signal stack, for which the runner maps one.
+//!
+//! Each index function of `core::offload` has a kernel that raises an atomic to the largest
+//! value any work item saw over blocks `[2, 3, 4]` of threads `[5, 6, 7]`: the CPU device's
+//! values are checked, and on sm_90 each of these kernels reads exactly its function's special
+//! register (`%tid.x` for `thread_idx_x`, ..., `%nctaid.z` for `grid_dim_z`).
 //!
 //! Built for `gfx90a,sm_90` the same kernels pass the vendor tools (`cargo offload` links each
 //! image with `ld.lld --no-undefined`, or `ptxas` and `nvlink`), and a kernel written with
@@ -115,6 +122,20 @@ fn check_results(stdout: &str) {
     let sums: Vec<u32> = sums.collect();
     expect("block_sum", checksum(sums.iter().map(|&v| u64::from(v))));
     expect("block_sum_dynamic", checksum(sums.iter().map(|&v| u64::from(v))));
+    // Each index function's largest value over blocks [2, 3, 4] of threads [5, 6, 7].
+    let indices = stdout.lines().find_map(|l| l.strip_prefix("indices: "));
+    assert_eq!(indices, Some("4 5 6 1 2 3 5 6 7 2 3 4"), "index functions (thread, block, dims)");
+    // Eight host threads, each its own input (`i + 7919 * k`).
+    let threads = (0..8u32).flat_map(|k| {
+        let input: Vec<u32> =
+            (0..SUM_N as u32).map(|i| (i + k * 7919).wrapping_mul(2_654_435_761)).collect();
+        let sums: Vec<u64> = input
+            .chunks(256)
+            .map(|c| u64::from(c.iter().fold(0u32, |s, &v| s.wrapping_add(v))))
+            .collect();
+        sums
+    });
+    expect("threads_block_sum", checksum(threads));
     let c = (0..MM * MM).map(|i| {
         let (row, col) = (i / MM, i % MM);
         let ab = |k: usize| ((row * MM + k) % 7) as f32 * (((k * MM + col) % 5) as f32 - 2.0);
@@ -136,6 +157,37 @@ fn without_function_numbers(line: &str) -> String {
 
 /// The kernel of `kernels` whose symbol starts with `_offload_kernel_<name>_`, with its own
 /// symbol replaced by `K` and block labels without the function's number.
+/// Each index function of `core::offload` and the nvptx special register it reads.
+const INDEX_REGISTERS: [(&str, &str); 12] = [
+    ("thread_idx_x", "%tid.x"),
+    ("thread_idx_y", "%tid.y"),
+    ("thread_idx_z", "%tid.z"),
+    ("block_idx_x", "%ctaid.x"),
+    ("block_idx_y", "%ctaid.y"),
+    ("block_idx_z", "%ctaid.z"),
+    ("block_dim_x", "%ntid.x"),
+    ("block_dim_y", "%ntid.y"),
+    ("block_dim_z", "%ntid.z"),
+    ("grid_dim_x", "%nctaid.x"),
+    ("grid_dim_y", "%nctaid.y"),
+    ("grid_dim_z", "%nctaid.z"),
+];
+
+/// The grid's special registers (`%tid`, `%ctaid`, `%ntid`, `%nctaid`) that PTX `body` reads,
+/// sorted, each once.
+fn special_registers(body: &str) -> Vec<String> {
+    let mut found: Vec<String> = body
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '%' || c == '.'))
+        .filter(|token| {
+            ["%tid.", "%ctaid.", "%ntid.", "%nctaid."].iter().any(|p| token.starts_with(p))
+        })
+        .map(String::from)
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
 fn kernel(kernels: &BTreeMap<String, Vec<String>>, name: &str) -> Vec<String> {
     let prefix = format!("_offload_kernel_{name}_");
     let (symbol, lines) = kernels
@@ -254,6 +306,11 @@ fn main() {
     let grid_2d = kernel(&ptx, "grid_2d").join("\n");
     for register in ["%tid.x", "%tid.y", "%ctaid.x", "%ntid.x", "%ntid.z", "%nctaid.x"] {
         assert!(grid_2d.contains(register), "sm_90 `grid_2d` does not read {register}");
+    }
+    // Each index function reads its own special register, and no other.
+    for (function, register) in INDEX_REGISTERS {
+        let body = kernel(&ptx, &format!("reads_{function}")).join("\n");
+        assert_eq!(special_registers(&body), [register], "sm_90 `{function}`:\n{body}");
     }
     let ptx_text = rfs::read_to_string(images.join("sm_90.ptx"));
     for name in ["block_sum", "block_sum_dynamic", "matmul_tiled"] {

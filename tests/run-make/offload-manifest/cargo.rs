@@ -30,6 +30,12 @@ pub fn offload_tools_bin() -> PathBuf {
     bin
 }
 
+/// The report library that `OFFLOAD_REPORT=1` preloads (`src/tools/offload-report`), installed
+/// beside `cargo-offload` (`bin/../lib`).
+pub fn report_library() -> PathBuf {
+    offload_tools_bin().parent().unwrap().join("lib/liboffload_report.so")
+}
+
 /// The device sysroot that `./x.py build` writes (`core` with the MIR of every function for
 /// each device target, the CPU device's included), as `./x.py cargo` gives it to `cargo offload`.
 pub fn device_sysroot() -> PathBuf {

@@ -15,10 +15,13 @@
 //!   launches with the fields in another order and with `kernel` and `args` alone; a launch
 //!   on device 99, which the machine lacks, panics naming the kernel and the number;
 //!   `core::intrinsics::offload_get_num_devices()` counts the CPU device's four devices (a
-//!   launch on the last one runs) and 0 in a program that launches no kernel;
+//!   launch on the last one runs there, as the report of `OFFLOAD_REPORT=1` says) and 0 in a
+//!   program that launches no kernel;
 //! - data kept on the device: 100 launches over one 8 MB buffer copy it in and out 100 times
 //!   each, and once each under a `PreloadMut` (counted in the runtime's `LIBOMPTARGET_INFO`
-//!   lines); `offload_sync` brings the results back while the buffer stays.
+//!   lines); `offload_sync` brings the results back while the buffer stays; a `Preload` on
+//!   device 2 is read-only: a kernel that writes into it there changes nothing on the host,
+//!   and nothing is copied back.
 //!
 //! On the CPU device (`--offload-arch=host`) the program's own comparison finds no difference
 //! and this test recomputes the saxpy's checksum for both lengths. For `gfx90a,sm_90` the same
@@ -35,7 +38,7 @@ mod cargo;
 #[path = "../offload-manifest/helpers.rs"]
 mod helpers;
 
-use cargo::{cargo_offload, copy_dir, ptx_kernels, reports};
+use cargo::{cargo_offload, copy_dir, ptx_kernels, report_library, reports};
 use run_make_support::{cmd, cwd, rfs, rustc};
 
 /// The program's checksum of a saxpy over `n` elements, computed here on its own.
@@ -93,10 +96,34 @@ fn main() {
 
     // `core::intrinsics::offload_get_num_devices()`: the CPU device of LLVM's host plugin
     // counts as four devices, and a launch on the last one runs.
-    let run = cmd(&exe).arg("devices").run();
+    // The report library (`OFFLOAD_REPORT=1`) names the device that ran it: the last one, 3.
+    let run = cmd(&exe).arg("devices").env("LD_PRELOAD", report_library()).run();
     let stdout = run.stdout_utf8();
     assert!(stdout.lines().any(|l| l == "devices: 4"), "{stdout}");
     assert_eq!(reports(&stdout)["last_device"].0, 0, "the launch on the last device:\n{stdout}");
+    let ran_on = |stderr: &str, kernel: &str| -> Vec<String> {
+        let kernel = format!("kernel `_offload_kernel_{kernel}_");
+        let lines =
+            stderr.lines().filter(|l| l.starts_with("[offload report]") && l.contains(&kernel));
+        lines
+            .filter_map(|l| l.split(" ran on device ").nth(1)?.split(' ').next().map(String::from))
+            .collect()
+    };
+    assert_eq!(ran_on(&run.stderr_utf8(), "fill"), ["3"], "{}", run.stderr_utf8());
+
+    // A `Preload` is read-only: a kernel that writes into the kept copy on device 2 changes
+    // nothing on the host, and nothing comes back (one 4000-byte copy back: the other slice's).
+    let run = cmd(&exe)
+        .arg("preload-read-only")
+        .env("LIBOMPTARGET_INFO", "32")
+        .env("LD_PRELOAD", report_library())
+        .run();
+    let (stdout, stderr) = (run.stdout_utf8(), run.stderr_utf8());
+    assert!(stdout.contains("preload-read-only: 0 1000"), "changed, seen doubled:\n{stdout}");
+    let back = stderr.lines().filter(|l| l.contains("Copying data from device to host"));
+    assert_eq!(back.filter(|l| l.contains("Size=4000,")).count(), 1, "copies back:\n{stderr}");
+    assert_eq!(ran_on(&stderr, "double_raw"), ["2"], "{stderr}");
+    assert_eq!(ran_on(&stderr, "saxpy"), ["2"], "{stderr}");
     // A program that launches no kernel does not link the runtime: 0 devices, no link error.
     rfs::write(
         "no_kernels.rs",

@@ -573,8 +573,11 @@ macro_rules! offload {
 /// copies the slice to the device once, when the `Preload` is made, and every launch whose
 /// arguments include the same slice (the same address and length, or a part of it) while the
 /// `Preload` lives finds it there and copies nothing. The device's copy goes away with the
-/// `Preload`. Upstream's `core::offload` names this type too; this one is the fork's, built on
-/// the offload runtime's data mappers (`__tgt_target_data_begin_mapper` and
+/// `Preload`. Nothing comes back, so the elements must be `Freeze`: a slice of atomics or
+/// `Cell`s, which kernels write through `&`, is kept with [`PreloadMut`], and `Preload::new` of
+/// one does not compile (the trait bound `Freeze` is not satisfied), where it would lose the
+/// kernels' writes. Upstream's `core::offload` names this type too; this one is the fork's,
+/// built on the offload runtime's data mappers (`__tgt_target_data_begin_mapper` and
 /// `__tgt_target_data_end_mapper`), as OpenMP's `target enter data` / `target exit data` are.
 ///
 /// ```ignore (needs an offload build)
@@ -612,7 +615,10 @@ impl<'a, T> Preload<'a, T> {
     /// Copies `data` to the runtime's default device and keeps it there.
     #[inline]
     #[unstable(feature = "gpu_offload", issue = "none")]
-    pub fn new(data: &'a [T]) -> Self {
+    pub fn new(data: &'a [T]) -> Self
+    where
+        T: crate::marker::Freeze,
+    {
         Self::on_device(data, -1)
     }
 
@@ -624,7 +630,10 @@ impl<'a, T> Preload<'a, T> {
     /// When `device` is neither -1 nor the number of a device of this machine.
     #[inline]
     #[unstable(feature = "gpu_offload", issue = "none")]
-    pub fn on_device(data: &'a [T], device: i32) -> Self {
+    pub fn on_device(data: &'a [T], device: i32) -> Self
+    where
+        T: crate::marker::Freeze,
+    {
         residency::map(data.as_ptr().cast_mut(), size_of_val(data), device, residency::TO);
         Preload { data, device }
     }

@@ -119,14 +119,72 @@ fn state() -> std::sync::MutexGuard<'static, State> {
 const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
 const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
 
+/// glibc's `RTLD_LAZY` and `RTLD_NOLOAD` (`<dlfcn.h>`).
+const RTLD_LAZY: c_int = 0x1;
+const RTLD_NOLOAD: c_int = 0x4;
+
 unsafe extern "C" {
     fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    fn dlopen(file: *const c_char, mode: c_int) -> *mut c_void;
+    fn dlclose(handle: *mut c_void) -> c_int;
 }
 
-/// The definition of `name` that this library's own hides: the runtime's.
+/// `name` as defined by a loaded offload runtime library (`libomptarget*`, `libomp*`) that is
+/// not in the program's global scope: a C launcher that `dlopen`s a `cdylib` (by default with
+/// `RTLD_LOCAL`) brings the runtime in with it, where neither `RTLD_NEXT` nor `RTLD_DEFAULT`
+/// looks. Null when no such library defines it.
+fn loaded_runtime_symbol(name: &CStr) -> *mut c_void {
+    unsafe extern "C" fn visit(info: *mut PhdrInfo, _size: usize, data: *mut c_void) -> c_int {
+        // SAFETY: glibc passes a valid `dl_phdr_info` and our `Vec` through `data`.
+        let (info, paths) = unsafe { (&*info, &mut *data.cast::<Vec<std::ffi::CString>>()) };
+        if info.name.is_null() {
+            return 0;
+        }
+        // SAFETY: the loader's object names are NUL-terminated.
+        let path = unsafe { CStr::from_ptr(info.name) };
+        let file = path.to_bytes().rsplit(|&b| b == b'/').next().unwrap_or_default();
+        if file.starts_with(b"libomptarget") || file.starts_with(b"libomp.") {
+            paths.push(path.to_owned());
+        }
+        0
+    }
+    let mut paths: Vec<std::ffi::CString> = Vec::new();
+    // SAFETY: `visit` only reads what the loader passes and pushes to `paths`.
+    unsafe { dl_iterate_phdr(visit, (&raw mut paths).cast()) };
+    for path in paths {
+        // SAFETY: a NUL-terminated path of a loaded object; `RTLD_NOLOAD` loads nothing new, and
+        // the `dlclose` below leaves the object loaded, as it was before.
+        let handle = unsafe { dlopen(path.as_ptr(), RTLD_LAZY | RTLD_NOLOAD) };
+        if handle.is_null() {
+            continue;
+        }
+        // SAFETY: a handle from `dlopen` and a NUL-terminated name.
+        let f = unsafe { dlsym(handle, name.as_ptr()) };
+        // SAFETY: the handle of the `dlopen` above.
+        unsafe { dlclose(handle) };
+        if !f.is_null() {
+            return f;
+        }
+    }
+    std::ptr::null_mut()
+}
+
+/// The runtime's `name` as the program would find it: in the global scope, else in a runtime
+/// library loaded outside it ([`loaded_runtime_symbol`]); null when neither has it.
+fn runtime_symbol(name: &CStr) -> *mut c_void {
+    // SAFETY: `name` is NUL-terminated; dlsym only reads it.
+    let f = unsafe { dlsym(RTLD_DEFAULT, name.as_ptr()) };
+    if f.is_null() { loaded_runtime_symbol(name) } else { f }
+}
+
+/// The definition of `name` that this library's own hides: the runtime's, after this library
+/// in the global scope or, for a runtime that a `dlopen`ed library brought in, in that one.
 fn next(name: &CStr) -> *mut c_void {
     // SAFETY: `name` is NUL-terminated; dlsym only reads it.
-    let f = unsafe { dlsym(RTLD_NEXT, name.as_ptr()) };
+    let mut f = unsafe { dlsym(RTLD_NEXT, name.as_ptr()) };
+    if f.is_null() {
+        f = loaded_runtime_symbol(name);
+    }
     if f.is_null() {
         // Without the runtime's definition the program cannot go on.
         eprintln!(
@@ -404,8 +462,7 @@ pub unsafe extern "C" fn __tgt_target_kernel(
 
 /// The value of the runtime's `int f(void)` called `name`, or -1 when it has none.
 fn runtime_int(name: &CStr) -> c_int {
-    // SAFETY: `name` is NUL-terminated.
-    let f = unsafe { dlsym(RTLD_DEFAULT, name.as_ptr()) };
+    let f = runtime_symbol(name);
     if f.is_null() {
         return -1;
     }
@@ -417,8 +474,7 @@ fn runtime_int(name: &CStr) -> c_int {
 
 /// The device's UID (`omp_get_uid_from_device`), or `?`.
 fn device_uid(device: i64) -> String {
-    // SAFETY: NUL-terminated name.
-    let f = unsafe { dlsym(RTLD_DEFAULT, c"omp_get_uid_from_device".as_ptr()) };
+    let f = runtime_symbol(c"omp_get_uid_from_device");
     let Ok(device) = c_int::try_from(device) else { return "?".to_string() };
     if f.is_null() || device < 0 || device >= runtime_int(c"omp_get_num_devices") {
         return "?".to_string();

@@ -10,6 +10,9 @@ use core::intrinsics::offload;
 
 use grid::{D3, H, INDEX_N, M, MM, N, SUM_BLOCK, SUM_N, TILE, W, mix};
 
+/// Host threads that launch block sums at once.
+const HOST_THREADS: usize = 8;
+
 /// `sum((i + 1) * v[i])`, wrapping, in `u64`.
 fn checksum(values: impl Iterator<Item = u64>) -> u64 {
     values.enumerate().fold(0u64, |s, (i, v)| s.wrapping_add((i as u64 + 1).wrapping_mul(v)))
@@ -183,6 +186,68 @@ fn main() {
     core::offload::launch::<_, _, ()>(grid::block_sum_dynamic, [1000, 1, 1], threads, 1024, args);
     let mismatches = (0..SUM_N / SUM_BLOCK).filter(|&b| dynamic[b] != sums[b]).count();
     report("block_sum_dynamic", mismatches, checksum(dynamic.iter().map(|&v| v as u64)));
+
+    // Each index function over blocks [2, 3, 4] of threads [5, 6, 7]: the largest value that a
+    // work item saw, in the order thread, block index, block dimension, grid dimension.
+    macro_rules! largest {
+        ($($kernel:ident),*) => {[$({
+            let out = core::sync::atomic::AtomicU32::new(0);
+            offload::<_, _, ()>(grid::$kernel, [2, 3, 4], [5, 6, 7], (&out,));
+            out.into_inner().to_string()
+        }),*]};
+    }
+    let largest = largest!(
+        reads_thread_idx_x,
+        reads_thread_idx_y,
+        reads_thread_idx_z,
+        reads_block_idx_x,
+        reads_block_idx_y,
+        reads_block_idx_z,
+        reads_block_dim_x,
+        reads_block_dim_y,
+        reads_block_dim_z,
+        reads_grid_dim_x,
+        reads_grid_dim_y,
+        reads_grid_dim_z
+    );
+    println!("indices: {}", largest.join(" "));
+
+    // Eight host threads launch at once, each a block sum over its own input, alternately in
+    // static and in dynamic block-shared memory: each launch's grid and shared memory are its
+    // own thread's.
+    let per_thread: Vec<(usize, Vec<u32>)> = std::thread::scope(|scope| {
+        let launches: Vec<_> = (0..HOST_THREADS)
+            .map(|k| {
+                scope.spawn(move || {
+                    let input: Box<[u32; SUM_N]> = (0..SUM_N as u32)
+                        .map(|i| (i + k as u32 * 7919).wrapping_mul(2_654_435_761))
+                        .collect::<Vec<_>>()
+                        .try_into()
+                        .unwrap();
+                    let mut sums = boxed::<u32, { SUM_N / SUM_BLOCK }>();
+                    let (blocks, threads) = ([1000, 1, 1], [SUM_BLOCK as u32, 1, 1]);
+                    let args = (&*input, &mut *sums);
+                    if k % 2 == 0 {
+                        offload::<_, _, ()>(grid::block_sum, blocks, threads, args);
+                    } else {
+                        let kernel = grid::block_sum_dynamic;
+                        core::offload::launch::<_, _, ()>(kernel, blocks, threads, 1024, args);
+                    }
+                    let mismatches = (0..SUM_N / SUM_BLOCK)
+                        .filter(|&b| {
+                            let block = &input[b * SUM_BLOCK..(b + 1) * SUM_BLOCK];
+                            sums[b] != block.iter().fold(0u32, |s, &v| s.wrapping_add(v))
+                        })
+                        .count();
+                    (mismatches, sums.to_vec())
+                })
+            })
+            .collect();
+        launches.into_iter().map(|launch| launch.join().unwrap()).collect()
+    });
+    let mismatches = per_thread.iter().map(|(m, _)| m).sum();
+    let all = per_thread.iter().flat_map(|(_, sums)| sums.iter().map(|&v| v as u64));
+    report("threads_block_sum", mismatches, checksum(all));
 
     // A tiled matrix multiply, two barriers per tile: 128 x 128 in 16 x 16 blocks. The
     // elements are small integers, so every sum is exact in any order.

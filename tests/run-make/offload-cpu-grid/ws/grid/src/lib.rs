@@ -283,3 +283,32 @@ pub fn bad_address(out: &mut [u32; 64], victim: u32) {
     }
     out[i as usize] = i;
 }
+
+/// One kernel per index function of `core::offload`, named after it: every work item raises
+/// `out` to the function's value (`fetch_max`), so `out` ends at the largest value that any work
+/// item saw, and each kernel reads one special register (nvptx) or one value of the dispatch
+/// (amdgcn), which the test names.
+macro_rules! index_readers {
+    ($($kernel:ident: $function:ident;)*) => {$(
+        #[doc = concat!("`out = max(out, ", stringify!($function), "())` in every work item.")]
+        #[rustc_offload_kernel]
+        pub fn $kernel(out: &core::sync::atomic::AtomicU32) {
+            out.fetch_max($function(), core::sync::atomic::Ordering::Relaxed);
+        }
+    )*};
+}
+
+index_readers! {
+    reads_thread_idx_x: thread_idx_x;
+    reads_thread_idx_y: thread_idx_y;
+    reads_thread_idx_z: thread_idx_z;
+    reads_block_idx_x: block_idx_x;
+    reads_block_idx_y: block_idx_y;
+    reads_block_idx_z: block_idx_z;
+    reads_block_dim_x: block_dim_x;
+    reads_block_dim_y: block_dim_y;
+    reads_block_dim_z: block_dim_z;
+    reads_grid_dim_x: grid_dim_x;
+    reads_grid_dim_y: grid_dim_y;
+    reads_grid_dim_z: grid_dim_z;
+}

@@ -6,7 +6,7 @@
 #![allow(internal_features)]
 
 use core::intrinsics::offload;
-use core::offload::{PreloadMut, offload, offload_sync};
+use core::offload::{Preload, PreloadMut, offload, offload_sync};
 
 use kern::{add_one, block_sums, double_raw, fill, overlapping, saxpy, scale16, views};
 
@@ -59,6 +59,10 @@ fn main() {
         }
         println!("devices: {count}");
         report("last_device", &v, &[7u16; 300], u64::from);
+        return;
+    }
+    if argument.as_deref() == Some("preload-read-only") {
+        preload_read_only();
         return;
     }
     if let Some(mode @ ("transfers-plain" | "transfers-preload" | "preload-sync")) =
@@ -204,4 +208,36 @@ fn kept_on_device(mode: &str) {
         }
     }
     println!("transfers: {}", data.iter().filter(|&&v| v != 100.0).count());
+}
+
+/// A `Preload` is read-only: a kernel that writes through a raw pointer into the kept copy
+/// (here on device 2, `Preload::on_device`) changes the device's copy only, and nothing comes
+/// back when the `Preload` is dropped. Prints `preload-read-only: <elements that changed>
+/// <elements the kernel saw doubled>`.
+#[allow(offload_shared_for_mutable)]
+fn preload_read_only() {
+    let data: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+    let mut seen = vec![0.0f32; 1000];
+    {
+        let kept = Preload::on_device(&data[..], 2);
+        // The kernel takes `*mut [f32]`: the shared slice is passed for it on purpose.
+        offload! {
+            kernel = double_raw,
+            workgroup_dim = [4, 1, 1],
+            thread_dim = [256, 1, 1],
+            device = 2,
+            args = (&*kept,),
+        }
+        // The device's copy, doubled: read by a copy kernel on the same device.
+        offload! {
+            kernel = saxpy,
+            workgroup_dim = [4, 1, 1],
+            thread_dim = [256, 1, 1],
+            device = 2,
+            args = (1.0f32, &*kept, &mut seen[..]),
+        }
+    }
+    let changed = data.iter().enumerate().filter(|&(i, &v)| v != i as f32).count();
+    let doubled = seen.iter().enumerate().filter(|&(i, &v)| v == 2.0 * i as f32).count();
+    println!("preload-read-only: {changed} {doubled}");
 }

@@ -1,0 +1,123 @@
+//! Atomics and other interior-mutable data behind `&` come back from the device (issue: nothing
+//! lost in silence). `ws/kern` has kernels written as CUDA programs write them, with the atomics
+//! behind shared references: a sum with `fetch_add` on 32 and 64 bits (`&AtomicU32`,
+//! `&AtomicU64`), a 256-bin histogram over `&[AtomicU32]` (and over `&mut [AtomicU32]`, and
+//! kept on the device by a `PreloadMut` for three launches), `fetch_max` on 32 and 64 bits,
+//! counters made of `compare_exchange` loops on 32 and 64 bits, a float sum made of a
+//! `compare_exchange` loop on an `f32`'s bits, a struct of atomics behind `&`, and a `Cell`
+//! that one work item writes. `ws/app` launches each over 2^20 elements (4096 blocks of 256
+//! work items, which the CPU device runs on several workers at once) and compares each result
+//! with the host's; this test recomputes the sums and the histogram's checksum on its own.
+//! Two blocks that wait for each other (a bounded spin) both see the other, so blocks run at
+//! the same time, with the default number of workers and with a `RUST_OFFLOAD_CPU_WORKERS`
+//! that is not a positive integer (`0`, text, negative: the default); with `1`, one after the
+//! other.
+//!
+//! The runtime's info lines (`LIBOMPTARGET_INFO=32`, one per copy) show which argument comes
+//! back: plain data behind `&` (a `[u32; 3]`, 12 bytes) goes to the device only, a struct of
+//! atomics behind `&` (16 bytes) to the device and back.
+//!
+//! For `gfx90a,sm_90` the same kernels pass the vendor tools (`cargo offload` links each image
+//! with `ld.lld --no-undefined`, or `ptxas` and `nvlink`), and each GPU uses its atomic
+//! instructions: this test names them (and so the scope that each gets), as
+//! `src/doc/cargo-offload.md`'s "Atomics" says.
+
+//@ only-x86_64
+//@ needs-offload
+
+#[path = "../offload-manifest/cargo.rs"]
+mod cargo;
+#[path = "../offload-manifest/helpers.rs"]
+mod helpers;
+
+use cargo::{cargo_offload, copy_dir, kernel_instructions, ptx_kernels, reports};
+use helpers::llvm_tool;
+use run_make_support::{cmd, cwd, rfs};
+
+const N: u64 = 1 << 20;
+
+fn main() {
+    let ws = cwd().join("ws");
+    cargo_offload(&ws, &["build", "--release", "--offload-arch=host"]);
+    let exe = ws.join("target/offload/host/x86_64-unknown-linux-gnu/release/app");
+    let run = cmd(&exe).run();
+    let stdout = run.stdout_utf8();
+    let got = reports(&stdout);
+    let x: Vec<u64> =
+        (0..N as u32).map(|i| u64::from(i.wrapping_mul(2_654_435_761) >> 12)).collect();
+    let sum: u64 = x.iter().sum();
+    let mut bins = [0u64; 256];
+    for v in &x {
+        bins[(v % 256) as usize] += 1;
+    }
+    let bins_checksum: u64 = bins.iter().enumerate().map(|(i, b)| (i as u64 + 1) * b).sum();
+    let max = *x.iter().max().unwrap();
+    let expected = [
+        ("sum32", sum % (1 << 32)),
+        ("sum64", sum),
+        ("histogram", bins_checksum),
+        ("histogram_mut", bins_checksum),
+        ("histogram_preload", 3 * bins_checksum),
+        ("max32", max),
+        ("max64", max << 20),
+        ("cas32", N),
+        ("cas64", N),
+        ("float_sum", (0..N).map(|i| i % 8).sum()),
+        ("stats_count", N),
+        ("stats_sum", sum),
+        ("cell", 42),
+    ];
+    for (name, value) in expected {
+        let (mismatches, got_value) =
+            *got.get(name).unwrap_or_else(|| panic!("no result `{name}` in:\n{stdout}"));
+        assert_eq!(mismatches, 0, "{name}: the device's result differs from the host's");
+        assert_eq!(got_value, value, "{name}: the device's result");
+    }
+
+    // Blocks run at the same time: two blocks that wait for each other both see the other with
+    // the default workers (the online CPUs) and with any count but a positive integer, which
+    // falls back to the default; with one worker one block runs after the other.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let both = if cpus >= 2 { "meet: 2" } else { "meet: 1" };
+    for workers in [None, Some("2"), Some("0"), Some("many"), Some("-3"), Some("1")] {
+        let mut meet = cmd(&exe);
+        meet.arg("meet");
+        if let Some(workers) = workers {
+            meet.env("RUST_OFFLOAD_CPU_WORKERS", workers);
+        }
+        let expected = if workers == Some("1") { "meet: 1" } else { both };
+        let printed = meet.run().stdout_utf8();
+        assert_eq!(printed.trim(), expected, "RUST_OFFLOAD_CPU_WORKERS={workers:?}, {cpus} CPUs");
+    }
+
+    // Which arguments come back: one copy line per direction and argument.
+    let run = cmd(&exe).arg("copies").env("LIBOMPTARGET_INFO", "32").run();
+    assert_eq!(run.stdout_utf8().trim(), "copies: 2 5");
+    let stderr = run.stderr_utf8();
+    let copies = |direction: &str, size: u32| {
+        let line = format!("Copying data from {direction}");
+        let size = format!("Size={size},");
+        stderr.lines().filter(|l| l.contains(&line) && l.contains(&size)).count()
+    };
+    assert_eq!(copies("host to device", 12), 1, "`&[u32; 3]` copied in:\n{stderr}");
+    assert_eq!(copies("device to host", 12), 0, "`&[u32; 3]` copied back:\n{stderr}");
+    assert_eq!(copies("host to device", 16), 1, "`&Stats` copied in:\n{stderr}");
+    assert_eq!(copies("device to host", 16), 1, "`&Stats` copied back:\n{stderr}");
+
+    // The GPU images: `cargo offload` has each pass the vendor tools.
+    let gpu = cwd().join("gpu");
+    copy_dir(&ws, &gpu);
+    cargo_offload(&gpu, &["build", "--release", "--offload-arch=gfx90a,sm_90"]);
+    let images = gpu.join("target/offload/images");
+    let ptx = ptx_kernels(&rfs::read_to_string(images.join("sm_90.ptx")));
+    let isa = kernel_instructions(&llvm_tool("llvm-objdump"), &images.join("gfx90a.so"));
+    for (kernel, lines) in &ptx {
+        let atoms: Vec<&String> = lines.iter().filter(|l| l.starts_with("atom")).collect();
+        eprintln!("sm_90 {kernel}: {atoms:?}");
+    }
+    for (kernel, lines) in &isa {
+        let atoms: Vec<&String> = lines.iter().filter(|l| l.contains("atomic")).collect();
+        eprintln!("gfx90a {kernel}: {atoms:?}");
+    }
+    panic!("inspect");
+}

@@ -1,0 +1,146 @@
+//! Kernels that write through shared references to atomics and `Cell`s, as CUDA programs write
+//! `atomicAdd(&total, v)`: a sum, a histogram, maxima, counters made of `compare_exchange`
+//! loops, a float sum on an integer's bits, a struct of atomics, and a `Cell` written by one work
+//! item. Beside them a kernel that reads plain data behind `&` and writes nothing there.
+
+#![feature(gpu_offload)]
+#![no_std]
+
+use core::cell::Cell;
+use core::offload::{block_dim_x, block_idx_x, offload_kernel, thread_idx_x};
+use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicU32, AtomicU64};
+
+/// The work item's index in a 1-D grid.
+fn global_x() -> usize {
+    (block_idx_x() * block_dim_x() + thread_idx_x()) as usize
+}
+
+/// Adds every element of `x` to `total` (32 bits) and to `total64` (64 bits), one
+/// `fetch_add` of each per work item.
+#[offload_kernel]
+pub fn sum(x: &[u32], total: &AtomicU32, total64: &AtomicU64) {
+    let i = global_x();
+    if i < x.len() {
+        total.fetch_add(x[i], Relaxed);
+        total64.fetch_add(u64::from(x[i]), Relaxed);
+    }
+}
+
+/// Counts each element of `x` in the bin `x[i] % bins.len()`.
+#[offload_kernel]
+pub fn histogram(x: &[u32], bins: &[AtomicU32]) {
+    let i = global_x();
+    if i < x.len() {
+        bins[x[i] as usize % bins.len()].fetch_add(1, Relaxed);
+    }
+}
+
+/// As [`histogram`], through a mutable slice of atomics.
+#[offload_kernel]
+pub fn histogram_mut(x: &[u32], bins: &mut [AtomicU32]) {
+    let i = global_x();
+    if i < x.len() {
+        bins[x[i] as usize % bins.len()].fetch_add(1, Relaxed);
+    }
+}
+
+/// The largest element of `x`, with `fetch_max` on 32 and on 64 bits (`x[i] * 2^20` there).
+#[offload_kernel]
+pub fn max(x: &[u32], max32: &AtomicU32, max64: &AtomicU64) {
+    let i = global_x();
+    if i < x.len() {
+        max32.fetch_max(x[i], Relaxed);
+        max64.fetch_max(u64::from(x[i]) << 20, Relaxed);
+    }
+}
+
+/// Each of the first `n` work items adds 1 to both counters with a `compare_exchange` loop.
+#[offload_kernel]
+pub fn cas_count(n: usize, counter: &AtomicU32, counter64: &AtomicU64) {
+    if global_x() >= n {
+        return;
+    }
+    let mut seen = counter.load(Relaxed);
+    while let Err(now) = counter.compare_exchange(seen, seen + 1, Relaxed, Relaxed) {
+        seen = now;
+    }
+    let mut seen = counter64.load(Relaxed);
+    while let Err(now) = counter64.compare_exchange(seen, seen + 1, Relaxed, Relaxed) {
+        seen = now;
+    }
+}
+
+/// Adds every element of `x` to the `f32` whose bits `total` holds, with a `compare_exchange`
+/// loop on the bits (what CUDA's `atomicAdd(float *, float)` does in hardware).
+#[offload_kernel]
+pub fn float_sum(x: &[f32], total: &AtomicU32) {
+    let i = global_x();
+    if i >= x.len() {
+        return;
+    }
+    let mut seen = total.load(Relaxed);
+    loop {
+        let sum = (f32::from_bits(seen) + x[i]).to_bits();
+        match total.compare_exchange(seen, sum, Relaxed, Relaxed) {
+            Ok(_) => break,
+            Err(now) => seen = now,
+        }
+    }
+}
+
+/// Counters of a launch, written by every work item.
+pub struct Stats {
+    /// Elements counted.
+    pub count: AtomicU32,
+    /// Their sum.
+    pub sum: AtomicU64,
+}
+
+/// Counts and sums the elements of `x` into `stats`, a shared reference to a struct of atomics.
+#[offload_kernel]
+pub fn stats(x: &[u32], stats: &Stats) {
+    let i = global_x();
+    if i < x.len() {
+        stats.count.fetch_add(1, Relaxed);
+        stats.sum.fetch_add(u64::from(x[i]), Relaxed);
+    }
+}
+
+/// Work item 0 alone adds `x` to the `Cell` (a `Cell` is not shared between work items).
+#[offload_kernel]
+pub fn bump(x: u32, cell: &Cell<u32>) {
+    if global_x() == 0 {
+        cell.set(cell.get() + x);
+    }
+}
+
+/// Reads plain data behind `&` (copied to the device only) and writes `*from * 2` to `out`.
+#[offload_kernel]
+pub fn double(from: &u32, out: &mut u32) {
+    if global_x() == 0 {
+        *out = *from * 2;
+    }
+}
+
+/// Spins of [`meet`]'s wait: seconds on a CPU, far longer than a worker thread takes to start.
+const MEET_SPINS: u32 = 1 << 28;
+
+/// Block `b` of a launch of two blocks raises `flags[b]`, then waits a bounded time for the
+/// other block's flag and adds 1 to `met` if it saw it: `met` ends at 2 when the two blocks ran
+/// at the same time, at 1 when one ran after the other.
+#[offload_kernel]
+pub fn meet(flags: &[AtomicU32], met: &AtomicU32) {
+    if thread_idx_x() != 0 {
+        return;
+    }
+    let b = block_idx_x() as usize;
+    flags[b].store(1, Relaxed);
+    for _ in 0..MEET_SPINS {
+        if flags[1 - b].load(Relaxed) == 1 {
+            met.fetch_add(1, Relaxed);
+            return;
+        }
+        core::hint::spin_loop();
+    }
+}
