@@ -30,6 +30,8 @@ mod cargo;
 #[path = "../offload-manifest/helpers.rs"]
 mod helpers;
 
+use std::collections::BTreeMap;
+
 use cargo::{cargo_offload, copy_dir, kernel_instructions, ptx_kernels, reports};
 use helpers::llvm_tool;
 use run_make_support::{cmd, cwd, rfs};
@@ -111,13 +113,48 @@ fn main() {
     let images = gpu.join("target/offload/images");
     let ptx = ptx_kernels(&rfs::read_to_string(images.join("sm_90.ptx")));
     let isa = kernel_instructions(&llvm_tool("llvm-objdump"), &images.join("gfx90a.so"));
-    for (kernel, lines) in &ptx {
-        let atoms: Vec<&String> = lines.iter().filter(|l| l.starts_with("atom")).collect();
-        eprintln!("sm_90 {kernel}: {atoms:?}");
+    // Each kernel's atomic instructions, as `src/doc/cargo-offload.md` ("Atomics") gives them:
+    // on sm_90 read-modify-write operations take PTX's default scope (`.gpu`, CUDA's device
+    // scope) and `compare_exchange` system scope (`.sys`); on gfx90a every atomic is of system
+    // scope, and `fetch_max` becomes a `compare_exchange` loop.
+    let expected: [(&str, &[&str], &[&str]); 4] = [
+        (
+            "sum",
+            &["atom.global.add.u32", "atom.global.add.u64"],
+            &["global_atomic_add ", "global_atomic_add_x2 "],
+        ),
+        ("histogram", &["atom.global.add.u32"], &["global_atomic_add "]),
+        (
+            "max",
+            &["atom.global.max.u32", "atom.global.max.u64"],
+            &["global_atomic_cmpswap ", "global_atomic_cmpswap_x2 "],
+        ),
+        (
+            "cas_count",
+            &["atom.relaxed.sys.global.cas.b32", "atom.relaxed.sys.global.cas.b64"],
+            &["global_atomic_cmpswap ", "global_atomic_cmpswap_x2 "],
+        ),
+    ];
+    for (name, sm_90, gfx90a) in expected {
+        let body = kernel(&ptx, name).join("\n");
+        for instruction in sm_90 {
+            assert!(body.contains(instruction), "sm_90 `{name}` has no `{instruction}`:\n{body}");
+        }
+        let body = kernel(&isa, name).join("\n");
+        for instruction in gfx90a {
+            assert!(body.contains(instruction), "gfx90a `{name}` has no `{instruction}`:\n{body}");
+        }
     }
-    for (kernel, lines) in &isa {
-        let atoms: Vec<&String> = lines.iter().filter(|l| l.contains("atomic")).collect();
-        eprintln!("gfx90a {kernel}: {atoms:?}");
-    }
-    panic!("inspect");
+}
+
+/// The lines of kernel `name` (its symbol is `_offload_kernel_<name>_<hex hash>`) in `kernels`.
+fn kernel<'a>(kernels: &'a BTreeMap<String, Vec<String>>, name: &str) -> &'a [String] {
+    let prefix = format!("_offload_kernel_{name}_");
+    kernels
+        .iter()
+        .find(|(symbol, _)| {
+            symbol.strip_prefix(&prefix).is_some_and(|h| h.chars().all(|c| c.is_ascii_hexdigit()))
+        })
+        .map(|(_, lines)| lines.as_slice())
+        .unwrap_or_else(|| panic!("no kernel `{name}` among {:?}", kernels.keys()))
 }

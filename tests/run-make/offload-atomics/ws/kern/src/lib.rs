@@ -115,11 +115,11 @@ pub fn bump(x: u32, cell: &Cell<u32>) {
     }
 }
 
-/// Reads plain data behind `&` (copied to the device only) and writes `*from * 2` to `out`.
+/// Reads plain data behind `&` (copied to the device only) and writes `from[0] * 2` to `out`.
 #[offload_kernel]
-pub fn double(from: &u32, out: &mut u32) {
+pub fn double(from: &[u32; 3], out: &mut u64) {
     if global_x() == 0 {
-        *out = *from * 2;
+        *out = u64::from(from[0]) * 2;
     }
 }
 
