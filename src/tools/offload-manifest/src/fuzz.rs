@@ -15,12 +15,25 @@
 //! seed and the mutant's index, so mutant `i` of seed `s` is the same on every machine and can
 //! be rebuilt alone (`--first i --count 1`).
 //!
-//! Outcomes ([`Outcome`]): `accepted` (exit 0 and a non-empty `host.out`), `dependency` (exit
+//! Outcomes ([`Outcome`]): `accepted` (exit 0 and a non-empty `host.out` that the vendor's tools
+//! link, whose kernels are those the mutant names: see below), `dependency` (exit
 //! 0 without an image, where the mutant names another crate as the one that builds the image
 //! and lists the compiled crate in that crate's graph: the compiled crate is then one of its
 //! dependencies, which make no image) and `refused` (exit 1 and the manifest's file name in the
 //! diagnostics) are what the compiler may do; everything else is a defect, saved with its
 //! stderr under `<work>/defects/`.
+//!
+//! An accepted mutant is right only if its image is: with `--llvm-bin DIR` each accepted image
+//! goes through the tools that turn an `amdgcn-amd-amdhsa` image into what the runtime loads
+//! (`llvm-offload-binary` to take the bitcode out of `host.out`, `llc -mcpu=gfx90a` for code
+//! object v5, `ld.lld -shared --no-undefined`), and the linked code object's kernels (its `.kd`
+//! symbols) must be exactly the `symbol`s of the mutant's `kernels` entries: the manifest says
+//! which kernels the image holds and what they are called, so a mutation that the device pass
+//! accepts may change neither more nor less than that. An image that a tool refuses
+//! (`ImageRefused`) or whose kernels differ (`WrongKernels`) is a defect. The report lists the
+//! accepted mutants by what their mutations changed in the kernel set: the seed's kernels (the
+//! mutation touched nothing the image depends on, say a duplicated entry), fewer (a dropped
+//! entry) or other names (a changed `symbol`, which the pass gives the kernel as told).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -368,12 +381,92 @@ pub enum Outcome {
     AcceptedWithoutImage,
     /// Still running after the time limit.
     Hung,
+    /// Accepted, but a vendor tool refused the image (something undefined, say).
+    ImageRefused,
+    /// Accepted, but the linked image's kernels are not the mutant's `symbol`s.
+    WrongKernels,
 }
 
 impl Outcome {
     fn is_defect(self) -> bool {
         !matches!(self, Outcome::Accepted | Outcome::Dependency | Outcome::Refused)
     }
+}
+
+/// How the kernels of an accepted mutant's image compare with the seed's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KernelChange {
+    /// The seed's kernels, all of them.
+    Same,
+    /// Some of the seed's kernels, no others.
+    Fewer,
+    /// Kernels of other names (and maybe some of the seed's).
+    Renamed,
+}
+
+/// The tools that check an accepted image, from one LLVM `bin` folder.
+pub struct VendorCheck {
+    pub llvm_bin: PathBuf,
+}
+
+impl VendorCheck {
+    /// Links the `amdgcn-amd-amdhsa` image `host.out` of `dir` as the runtime would load it and
+    /// returns its kernels (the `.kd` symbols, without the suffix), or the refusing tool's
+    /// name and output.
+    pub fn kernels(&self, dir: &Path) -> Result<std::collections::BTreeSet<String>, String> {
+        let run = |tool: &str, args: &[&str]| -> Result<String, String> {
+            let out = Command::new(self.llvm_bin.join(tool))
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .map_err(|e| format!("cannot run {tool}: {e}"))?;
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            if out.status.success() {
+                Ok(stdout)
+            } else {
+                Err(format!(
+                    "{tool} refused the image: {stdout}{}",
+                    String::from_utf8_lossy(&out.stderr)
+                ))
+            }
+        };
+        for file in ["image.bc", "image.o", "image.so"] {
+            let _ = std::fs::remove_file(dir.join(file));
+        }
+        run(
+            "llvm-offload-binary",
+            &["host.out", "--image=file=image.bc,triple=amdgcn-amd-amdhsa"],
+        )?;
+        run(
+            "llc",
+            &[
+                "-mcpu=gfx90a",
+                "--amdhsa-code-object-version=5",
+                "-filetype=obj",
+                "image.bc",
+                "-o",
+                "image.o",
+            ],
+        )?;
+        run("ld.lld", &["-shared", "--no-undefined", "image.o", "-o", "image.so"])?;
+        let symbols = run("llvm-nm", &["image.so"])?;
+        Ok(symbols
+            .lines()
+            .filter_map(|l| l.split_whitespace().last()?.strip_suffix(".kd"))
+            .map(str::to_string)
+            .collect())
+    }
+}
+
+/// The `symbol`s of the `kernels` entries of manifest `text` (none when it does not parse).
+fn manifest_symbols(text: &str) -> std::collections::BTreeSet<String> {
+    let Ok(manifest) = serde_json::from_str::<Value>(text) else { return Default::default() };
+    let kernels = manifest.get("kernels").and_then(Value::as_array);
+    kernels
+        .into_iter()
+        .flatten()
+        .filter_map(|k| k.get("symbol")?.as_str().map(str::to_string))
+        .collect()
 }
 
 /// How one mutant is compiled: `rustc ARGS -Zoffload=Device=<mutant>` in a directory of its own.
@@ -383,6 +476,8 @@ pub struct DevicePass {
     pub limit: Duration,
     /// The name of the compiled crate (the seed manifest's `crate`).
     pub krate: String,
+    /// The check of each accepted image, if any.
+    pub vendor: Option<VendorCheck>,
 }
 
 /// Whether `text` is a manifest that names another crate than `krate` as the one that builds
@@ -399,8 +494,14 @@ fn names_krate_a_dependency(text: &str, krate: &str) -> bool {
 const MUTANT_FILE: &str = "mutant.json";
 
 impl DevicePass {
-    /// Runs the device pass on `text` in `dir`; the outcome and the compiler's stderr.
-    pub fn run(&self, dir: &Path, text: &str) -> std::io::Result<(Outcome, String)> {
+    /// Runs the device pass on `text` in `dir`; the outcome, the compiler's stderr (with the
+    /// vendor tool's complaint after it for [`Outcome::ImageRefused`]) and, for an accepted
+    /// mutant whose image was checked, the image's kernels.
+    pub fn run(
+        &self,
+        dir: &Path,
+        text: &str,
+    ) -> std::io::Result<(Outcome, String, Option<std::collections::BTreeSet<String>>)> {
         let _ = std::fs::remove_file(dir.join("host.out"));
         std::fs::write(dir.join(MUTANT_FILE), text)?;
         let mut child = Command::new(&self.rustc)
@@ -451,7 +552,20 @@ impl DevicePass {
                 Some(_) => Outcome::RefusedUnnamed,
             },
         };
-        Ok((outcome, stderr))
+        let (Outcome::Accepted, Some(vendor)) = (outcome, &self.vendor) else {
+            return Ok((outcome, stderr, None));
+        };
+        Ok(match vendor.kernels(dir) {
+            Err(complaint) => (Outcome::ImageRefused, format!("{stderr}{complaint}"), None),
+            Ok(kernels) if kernels != manifest_symbols(text) => {
+                let message = format!(
+                    "{stderr}the image's kernels {kernels:?} are not the manifest's {:?}",
+                    manifest_symbols(text)
+                );
+                (Outcome::WrongKernels, message, Some(kernels))
+            }
+            Ok(kernels) => (outcome, stderr, Some(kernels)),
+        })
     }
 }
 
@@ -462,6 +576,9 @@ pub struct Report {
     /// Per mutation kind: how many mutants applied it, and the outcomes of those.
     pub by_mutation: BTreeMap<Mutation, BTreeMap<Outcome, u64>>,
     pub defects: Vec<u64>,
+    /// The accepted mutants whose image was checked, by how their kernels compare with the
+    /// seed's: each mutant's index and mutations.
+    pub accepted: BTreeMap<KernelChange, Vec<(u64, Vec<Mutation>)>>,
 }
 
 /// Runs mutants `first..first + count` of `seed_manifest` with `seed` through `pass`, on `jobs`
@@ -469,6 +586,7 @@ pub struct Report {
 /// `<work>/defects/<index>.json` with `<index>.stderr`.
 pub fn run(
     pass: &DevicePass,
+    seed_kernels: &std::collections::BTreeSet<String>,
     seed_manifest: &Value,
     seed: u64,
     first: u64,
@@ -494,7 +612,7 @@ pub fn run(
                         return Ok(());
                     }
                     let (text, mutations) = mutant(seed_manifest, seed, index);
-                    let (outcome, stderr) = pass.run(&dir, &text)?;
+                    let (outcome, stderr, kernels) = pass.run(&dir, &text)?;
                     if outcome.is_defect() {
                         std::fs::write(defects.join(format!("{index}.json")), &text)?;
                         std::fs::write(
@@ -513,6 +631,16 @@ pub fn run(
                     if outcome.is_defect() {
                         report.defects.push(index);
                     }
+                    if let (Outcome::Accepted, Some(kernels)) = (outcome, kernels) {
+                        let change = if kernels == *seed_kernels {
+                            KernelChange::Same
+                        } else if kernels.is_subset(seed_kernels) {
+                            KernelChange::Fewer
+                        } else {
+                            KernelChange::Renamed
+                        };
+                        report.accepted.entry(change).or_default().push((index, mutations));
+                    }
                     let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                     if finished % 500 == 0 {
                         eprintln!(
@@ -530,6 +658,7 @@ pub fn run(
     })?;
     let mut report = report.into_inner().unwrap();
     report.defects.sort();
+    report.accepted.values_mut().for_each(|mutants| mutants.sort());
     Ok(report)
 }
 
@@ -546,6 +675,20 @@ pub fn render(report: &Report, seed: u64, first: u64, count: u64) -> String {
     for (mutation, outcomes) in &report.by_mutation {
         out.push_str(&format!("  {mutation:?}: {}\n", line(outcomes)));
     }
+    for (change, mutants) in &report.accepted {
+        let why = match change {
+            KernelChange::Same => "the seed's kernels: nothing the image depends on changed",
+            KernelChange::Fewer => "fewer kernels: the mutant lists fewer",
+            KernelChange::Renamed => "kernels of other names: the mutant names them so",
+        };
+        let list: Vec<String> =
+            mutants.iter().map(|(index, mutations)| format!("{index} {mutations:?}")).collect();
+        out.push_str(&format!(
+            "fuzz: accepted, image linked, {why} ({}): {}\n",
+            mutants.len(),
+            list.join(", ")
+        ));
+    }
     if report.defects.is_empty() {
         out.push_str("fuzz: no defects\n");
     } else {
@@ -559,8 +702,9 @@ pub fn render(report: &Report, seed: u64, first: u64, count: u64) -> String {
 }
 
 /// Parses `fuzz` arguments: `--rustc R --work DIR [--seed N] [--first N] [--count N]
-/// [--jobs N] [--limit-secs N] -- <rustc arguments of the device pass>`; the seed manifest is
-/// `<work>/seed.json`, written beforehand by the host metadata pass.
+/// [--jobs N] [--limit-secs N] [--llvm-bin DIR] -- <rustc arguments of the device pass>`; the
+/// seed manifest is `<work>/seed.json`, written beforehand by the host metadata pass. With
+/// `--llvm-bin`, every accepted image is checked by [`VendorCheck`].
 pub fn main(args: &[String]) -> Result<bool, String> {
     let mut options: BTreeMap<&str, &str> = BTreeMap::new();
     let mut rest = args.iter();
@@ -588,16 +732,18 @@ pub fn main(args: &[String]) -> Result<bool, String> {
     let seed_manifest: Value =
         serde_json::from_str(&seed_text).map_err(|e| format!("{}: {e}", seed_path.display()))?;
     let krate = seed_manifest.get("crate").and_then(Value::as_str).unwrap_or_default().to_string();
-    let pass = DevicePass { rustc, args: rustc_args, limit, krate };
+    let vendor = options.get("llvm-bin").map(|bin| VendorCheck { llvm_bin: PathBuf::from(bin) });
+    let pass = DevicePass { rustc, args: rustc_args, limit, krate, vendor };
     // The unmutated manifest must build an image: otherwise every refusal below proves nothing.
     let baseline = work.join("baseline");
     std::fs::create_dir_all(&baseline).map_err(|e| e.to_string())?;
-    let (outcome, stderr) = pass.run(&baseline, &seed_text).map_err(|e| e.to_string())?;
+    let (outcome, stderr, kernels) = pass.run(&baseline, &seed_text).map_err(|e| e.to_string())?;
     if outcome != Outcome::Accepted {
         return Err(format!("the seed manifest itself gives {outcome:?}:\n{stderr}"));
     }
-    let report =
-        run(&pass, &seed_manifest, seed, first, count, jobs, &work).map_err(|e| e.to_string())?;
+    let seed_kernels = kernels.unwrap_or_default();
+    let report = run(&pass, &seed_kernels, &seed_manifest, seed, first, count, jobs, &work)
+        .map_err(|e| e.to_string())?;
     print!("{}", render(&report, seed, first, count));
     Ok(report.defects.is_empty())
 }

@@ -7,7 +7,7 @@ use std::process::{Command, ExitStatus};
 
 use crate::cache::{Cache, stage0_toolchain};
 use crate::materialize::{self, Drift};
-use crate::pins::{GPU_TARGETS, HOST, STAGE0_TOOLCHAIN};
+use crate::pins::{GPU_TARGETS, HOST, STAGE0_TOOLCHAIN, SYSROOT_LLVM_BIN};
 use crate::sysroot::Enter;
 use crate::ui::{Failure, Result, Timer, fail, say};
 use crate::{fetch, sysroot, upstream};
@@ -418,7 +418,8 @@ pub fn fuzz_run(project: &Path, cache: &Cache, seed: u64, first: u64, count: u64
             "--count",
             &count.to_string(),
         ])
-        .args(["--jobs", &jobs.to_string(), "--", "-Zunstable-options"])
+        .args(["--jobs", &jobs.to_string(), "--llvm-bin", SYSROOT_LLVM_BIN])
+        .args(["--", "-Zunstable-options"])
         .arg(&seed_crate)
         .args([
             "--crate-type",
@@ -581,7 +582,7 @@ pub fn run_plan(cache: &Cache, plan: &PlanFile) -> Command {
 pub fn toolchain(cache: &Cache, cwd: &Path, program: &str) -> Enter {
     let mut enter = Enter::new(cache, cwd, program).bind(project_root());
     let path = format!(
-        "{}:{}:/usr/lib/llvm-22/bin:/usr/local/bin:/usr/bin:/bin",
+        "{}:{}:{SYSROOT_LLVM_BIN}:/usr/local/bin:/usr/bin:/bin",
         cache.stage1().join("bin").display(),
         offload_tools_bin(cache).display()
     );

@@ -86,6 +86,10 @@ pub const RUSTC_WORKSPACES: &[&str] = &[
     "src/tools/rustbook",
 ];
 
+/// The folder of LLVM 22's tools inside the sysroot (trixie's `llvm-22`, `llvm-22-tools`,
+/// `lld-22`): `llc`, `ld.lld`, `llvm-offload-binary`, `llvm-nm`, ...
+pub const SYSROOT_LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
+
 /// The host triple of the build.
 pub const HOST: &str = "x86_64-unknown-linux-gnu";
 

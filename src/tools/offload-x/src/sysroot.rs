@@ -13,7 +13,7 @@ use std::process::Command;
 
 use crate::cache::{Cache, stage0_toolchain};
 use crate::fetch::apt_mirrors;
-use crate::pins::{SYSROOT_PACKAGES, SYSROOT_SUITE};
+use crate::pins::{SYSROOT_LLVM_BIN, SYSROOT_PACKAGES, SYSROOT_SUITE};
 use crate::ui::{Failure, Result, Timer, fail, run_inherited, say};
 
 const STEP: &str = "SYSROOT";
@@ -147,7 +147,7 @@ impl Enter {
             ("HOME".into(), "/root".into()),
             (
                 "PATH".into(),
-                "/usr/lib/llvm-22/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+                format!("{SYSROOT_LLVM_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
                     .into(),
             ),
             ("LANG".into(), "C.UTF-8".into()),
