@@ -30,8 +30,10 @@
 //!
 //! Each index function of `core::offload` has a kernel that raises an atomic to the largest
 //! value any work item saw over blocks `[2, 3, 4]` of threads `[5, 6, 7]`: the CPU device's
-//! values are checked, and on sm_90 each of these kernels reads exactly its function's special
-//! register (`%tid.x` for `thread_idx_x`, ..., `%nctaid.z` for `grid_dim_z`).
+//! values are checked, on sm_90 each of these kernels reads exactly its function's special
+//! register (`%tid.x` for `thread_idx_x`, ..., `%nctaid.z` for `grid_dim_z`), and on gfx90a
+//! its work-item ID bits, workgroup ID register or implicit kernel argument (code object v5's
+//! `hidden_block_count_*` and `hidden_group_size_*`, at their offsets).
 //!
 //! Built for `gfx90a,sm_90` the same kernels pass the vendor tools (`cargo offload` links each
 //! image with `ld.lld --no-undefined`, or `ptxas` and `nvlink`), and a kernel written with
@@ -155,8 +157,6 @@ fn without_function_numbers(line: &str) -> String {
     out
 }
 
-/// The kernel of `kernels` whose symbol starts with `_offload_kernel_<name>_`, with its own
-/// symbol replaced by `K` and block labels without the function's number.
 /// Each index function of `core::offload` and the nvptx special register it reads.
 const INDEX_REGISTERS: [(&str, &str); 12] = [
     ("thread_idx_x", "%tid.x"),
@@ -171,6 +171,28 @@ const INDEX_REGISTERS: [(&str, &str); 12] = [
     ("grid_dim_x", "%nctaid.x"),
     ("grid_dim_y", "%nctaid.y"),
     ("grid_dim_z", "%nctaid.z"),
+];
+
+/// What each index function's kernel (`reads_<function>`, `fn(out: &AtomicU32)`) does on gfx90a
+/// to get the value: the work-item IDs are packed into `v0` (x in bits 0-9, y 10-19, z 20-29),
+/// the workgroup IDs are the SGPRs after the user SGPRs (`s14`, `s15`, `s16` for these
+/// kernels), and the dimensions come from code object v5's implicit kernel arguments, which
+/// follow the 16 bytes of explicit ones (`dyn_ptr`, `out`) in the kernel argument segment
+/// (`s[8:9]`): `hidden_block_count_{x,y,z}` (u32) at 0x10, 0x14, 0x18 and
+/// `hidden_group_size_{x,y,z}` (u16) at 0x1c, 0x1e, 0x20.
+const INDEX_ISA: [(&str, &[&str]); 12] = [
+    ("thread_idx_x", &["v_and_b32_e32 v0, 0x3ff, v0"]),
+    ("thread_idx_y", &["v_bfe_u32 v0, v0, 10, 10"]),
+    ("thread_idx_z", &["v_bfe_u32 v0, v0, 20, 10"]),
+    ("block_idx_x", &["v_max_u32_e32 v0, s14, v1"]),
+    ("block_idx_y", &["v_max_u32_e32 v0, s15, v1"]),
+    ("block_idx_z", &["v_max_u32_e32 v0, s16, v1"]),
+    ("block_dim_x", &["s_load_dword s4, s[8:9], 0x1c", "s_and_b32 s4, s4, 0xffff"]),
+    ("block_dim_y", &["s_load_dword s4, s[8:9], 0x1c", "s_lshr_b32 s4, s4, 16"]),
+    ("block_dim_z", &["s_load_dword s4, s[8:9], 0x20", "s_and_b32 s4, s4, 0xffff"]),
+    ("grid_dim_x", &["s_load_dword s4, s[8:9], 0x10"]),
+    ("grid_dim_y", &["s_load_dword s4, s[8:9], 0x14"]),
+    ("grid_dim_z", &["s_load_dword s4, s[8:9], 0x18"]),
 ];
 
 /// The grid's special registers (`%tid`, `%ctaid`, `%ntid`, `%nctaid`) that PTX `body` reads,
@@ -188,6 +210,8 @@ fn special_registers(body: &str) -> Vec<String> {
     found
 }
 
+/// The kernel of `kernels` whose symbol starts with `_offload_kernel_<name>_`, with its own
+/// symbol replaced by `K` and block labels without the function's number.
 fn kernel(kernels: &BTreeMap<String, Vec<String>>, name: &str) -> Vec<String> {
     let prefix = format!("_offload_kernel_{name}_");
     let (symbol, lines) = kernels
@@ -326,6 +350,16 @@ fn main() {
     );
     let isa = kernel_instructions(&llvm_tool("llvm-objdump"), &images.join("gfx90a.so"));
     assert_eq!(kernel(&isa, "index_portable"), kernel(&isa, "index_arch"), "gfx90a ISA");
+    for (function, instructions) in INDEX_ISA {
+        let body = kernel(&isa, &format!("reads_{function}"));
+        for instruction in instructions {
+            assert!(
+                body.iter().any(|line| line == instruction),
+                "gfx90a `{function}` has no `{instruction}`:\n{}",
+                body.join("\n")
+            );
+        }
+    }
     for name in ["block_sum", "block_sum_dynamic", "matmul_tiled"] {
         let body = kernel(&isa, name).join("\n");
         assert!(body.contains("s_barrier"), "gfx90a `{name}` has no barrier:\n{body}");
