@@ -833,6 +833,14 @@ mod tests {
     }
 
     #[test]
+    fn an_accepted_image_must_hold_the_mutants_symbols() {
+        let text = serde_json::to_string(&seed()).unwrap();
+        let symbols: Vec<String> = manifest_symbols(&text).into_iter().collect();
+        assert_eq!(symbols, ["s", "t"]);
+        assert!(manifest_symbols("{\"kernels\": [{\"symbol\": \"s\"").is_empty());
+    }
+
+    #[test]
     fn nest_wraps_a_type_tree() {
         let mut v = json!({"args": [["num", "u32"]]});
         assert!(apply(Mutation::Nest, &mut v, &mut rng_for(2, 2)));
