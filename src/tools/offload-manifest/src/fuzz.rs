@@ -404,7 +404,8 @@ pub enum KernelChange {
     Renamed,
 }
 
-/// The tools that check an accepted image, from one LLVM `bin` folder.
+/// The tools that check an accepted image, from one LLVM `bin` folder. For
+/// `amdgcn-amd-amdhsa` images only, linked for gfx90a: the device pass that `./x.py fuzz` runs.
 pub struct VendorCheck {
     pub llvm_bin: PathBuf,
 }

@@ -141,15 +141,14 @@ pub struct Enter {
 const SYSTEM_DIRS: &[&str] =
     &["", "bin", "boot", "dev", "etc", "lib", "lib64", "proc", "run", "sbin", "sys", "usr", "var"];
 
+/// The sysroot's own program folders, after LLVM's on `PATH`.
+const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 impl Enter {
     pub fn new(cache: &Cache, cwd: &Path, program: impl Into<OsString>) -> Enter {
         let mut env: Vec<(String, OsString)> = vec![
             ("HOME".into(), "/root".into()),
-            (
-                "PATH".into(),
-                format!("{SYSROOT_LLVM_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-                    .into(),
-            ),
+            ("PATH".into(), format!("{SYSROOT_LLVM_BIN}:{SYSTEM_PATH}").into()),
             ("LANG".into(), "C.UTF-8".into()),
             ("CARGO_HTTP_CAINFO".into(), SYSROOT_CA_BUNDLE.into()),
             ("TERM".into(), std::env::var_os("TERM").unwrap_or_else(|| "dumb".into())),

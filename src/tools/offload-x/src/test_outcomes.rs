@@ -135,7 +135,8 @@ mod tests {
     const RUN: &str = "\
 running 3 tests
 test [codegen] tests/codegen-llvm/gpu_offload_manifest/agree.rs#amdgpu ... ok
-test [codegen] tests/codegen-llvm/gpu_offload_manifest/agree.rs#nvptx ... \u{1b}[32mok\u{1b}[0m (0.5s)
+test [codegen] tests/codegen-llvm/gpu_offload_manifest/agree.rs#nvptx ... \
+\u{1b}[32mok\u{1b}[0m (0.5s)
 test [run-make] tests/run-make/offload-slices ... ok
 ";
 
