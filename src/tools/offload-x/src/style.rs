@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cache::{Cache, stage0_toolchain};
-use crate::ui::{Failure, Result, Timer, fail, say};
+use crate::ui::{Failure, Result, Timer, fail, say, strip_ansi};
 
 const STEP: &str = "STYLE";
 
@@ -311,24 +311,6 @@ pub fn tidy(project: &Path, cache: &Cache) -> Result<()> {
 
 /// The last line of `tidy/main.rs`, printed once every check has run.
 const DRIVER_DONE: &str = "offload-tidy: checked compiler, library, src, tests";
-
-/// `text` without the terminal colour sequences (`ESC [ ... m`) that tidy writes.
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
 
 /// The lines of tidy's `report` that name one of `ours` (tree paths) by its absolute path,
 /// followed by `:` (`style`, `alphabetical`: `FILE:LINE: problem`), a space (`edition`:

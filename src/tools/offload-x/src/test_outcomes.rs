@@ -12,6 +12,8 @@
 use std::fs;
 use std::path::Path;
 
+use crate::ui::strip_ansi;
+
 /// The compiletest tests under each of `suites` (paths relative to the tree `tree`, as
 /// `./x.py test` takes them), as compiletest names them: a `run-make` test is its folder (the
 /// one holding `rmake.rs`), every other test a `*.rs` file. Like compiletest, folders named
@@ -108,24 +110,6 @@ pub fn check(output: &str, expected: &[String]) -> Result<usize, String> {
             &format!("{} expected tests did not pass: {}", missing.len(), missing.join(", "));
     }
     Err(message)
-}
-
-/// `line` without the terminal's colour escapes (`ESC [ ... m`).
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
