@@ -25,15 +25,11 @@
 //@ only-x86_64
 //@ needs-offload
 
-#[path = "../offload-manifest/cargo.rs"]
-mod cargo;
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-
 use std::collections::BTreeMap;
 
-use cargo::{cargo_offload, copy_dir, kernel_instructions, ptx_kernels, reports};
-use helpers::llvm_tool;
+use run_make_support::offload::{
+    cargo_offload, copy_dir, kernel_instructions, llvm_tool, ptx_kernels, reports,
+};
 use run_make_support::{cmd, cwd, rfs};
 
 const N: u64 = 1 << 20;

@@ -10,11 +10,8 @@
 
 use std::collections::BTreeSet;
 
+use run_make_support::offload::{exported_functions, gpu_sysroot, image_ir, rustc, vendor_check};
 use run_make_support::{cwd, rfs};
-
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-use helpers::{exported_functions, gpu_sysroot, image_ir, rustc, vendor_check};
 
 const KERNELS: &[&str] = &["copy", "scale_a", "scale_b", "smooth", "sum_u32", "sum_u64"];
 

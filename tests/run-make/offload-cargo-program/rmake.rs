@@ -18,18 +18,13 @@
 //@ only-x86_64
 //@ needs-offload
 
-#[path = "../offload-manifest/cargo.rs"]
-mod cargo;
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use cargo::{
-    cargo_offload, cargo_offload_fails, compare_kernels, copy_dir, kernel_instructions, ptx_kernels,
+use run_make_support::offload::{
+    cargo_offload, cargo_offload_fails, code_object_kernels, compare_kernels, copy_dir,
+    cubin_kernels, cuda_tool, kernel_instructions, llvm_tool, manifest_symbols, ptx_kernels,
 };
-use helpers::{code_object_kernels, cubin_kernels, cuda_tool, llvm_tool, manifest_symbols};
 use run_make_support::{cmd, cwd, rfs, serde_json, source_root};
 
 /// `(arch, triple)` of each image `llvm-objdump --offloading` lists in `exe`.

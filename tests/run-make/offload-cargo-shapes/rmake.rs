@@ -22,16 +22,12 @@
 //@ only-x86_64
 //@ needs-offload
 
-#[path = "../offload-manifest/cargo.rs"]
-mod cargo;
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use cargo::{cargo_offload, cargo_offload_fails, copy_dir};
-use helpers::{code_object_kernels, cubin_kernels};
+use run_make_support::offload::{
+    cargo_offload, cargo_offload_fails, code_object_kernels, copy_dir, cubin_kernels,
+};
 use run_make_support::{cmd, cwd, source_root};
 
 /// The kernels of the last build's `gfx90a` code object and `sm_90` cubin, by name: a kernel

@@ -24,13 +24,10 @@
 //@ only-x86_64
 //@ needs-offload
 
-#[path = "../offload-manifest/cargo.rs"]
-mod cargo;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use cargo::{
+use run_make_support::offload::{
     cargo_offload, cargo_offload_fails, compare_kernels, copy_dir, kernel_instructions,
     project_example, report_library,
 };

@@ -10,14 +10,9 @@
 //@ only-x86_64
 //@ needs-offload
 
-#[path = "../offload-manifest/cargo.rs"]
-mod cargo;
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-
 use std::path::PathBuf;
 
-use cargo::cargo_offload;
+use run_make_support::offload::cargo_offload;
 use run_make_support::{cwd, env_var, rfs};
 
 /// The Rust code block of `section` that starts with the comment line `first_line`.

@@ -15,12 +15,11 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use run_make_support::offload::{
+    exported_functions, gpu_sysroot, image_ir, manifest_symbols, rustc, vendor_check,
+};
 use run_make_support::serde_json::{self, Value};
 use run_make_support::{CompletedProcess, Rustc, cwd, rfs};
-
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-use helpers::{exported_functions, gpu_sysroot, image_ir, manifest_symbols, rustc, vendor_check};
 
 const LAUNCHED: &[&str] = &["suite_daxpy", "suite_dot", "suite_minmax", "suite_stencil3"];
 

@@ -8,12 +8,9 @@
 
 use std::collections::BTreeSet;
 
+use run_make_support::offload::{exported_functions, gpu_sysroot, image_ir, rustc, vendor_check};
 use run_make_support::serde_json::{self, Value};
 use run_make_support::{Rustc, cwd, rfs};
-
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-use helpers::{exported_functions, gpu_sysroot, image_ir, rustc, vendor_check};
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 

@@ -1,4 +1,4 @@
-//! Complete device images (DESIGN S10-S15): a corpus of realistic kernels whose code reaches
+//! Complete device images (scenarios S10-S15): a corpus of realistic kernels whose code reaches
 //! what an image must define itself, since nothing is linked into it: `core`'s panic paths and
 //! the panic handler of a dependency, statics of the crate, of a dependency and of `core`
 //! (Unicode tables), vtables, a table of function pointers, a dependency's function and static
@@ -17,15 +17,12 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use run_make_support::serde_json::{self, Value};
-use run_make_support::{cwd, rfs};
-
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-use helpers::{
+use run_make_support::offload::{
     exported_functions, gpu_sysroot, image_ir, manifest_symbols, rustc, undefined_functions,
     unreached_functions, vendor_check, vendor_result,
 };
+use run_make_support::serde_json::{self, Value};
+use run_make_support::{cwd, rfs};
 
 /// The kernel instances that `corpus.rs` launches, as the manifest prints them.
 const EXPECTED_KERNELS: &[&str] = &[

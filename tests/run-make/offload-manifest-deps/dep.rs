@@ -1,4 +1,4 @@
-// A dependency that defines a kernel and a helper (DESIGN S4, S9, S10).
+// A dependency that defines a kernel and a helper (scenarios S4, S9, S10).
 
 #![feature(rustc_attrs)]
 #![no_std]

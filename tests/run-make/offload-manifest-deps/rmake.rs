@@ -1,4 +1,4 @@
-//! A two-crate graph through the offload passes (DESIGN S4, S9, S10): the root launches a
+//! A two-crate graph through the offload passes (scenarios S4, S9, S10): the root launches a
 //! kernel of its dependency and a kernel of its own with the same name. The dependency's
 //! device compilation (same `-Zoffload=Device=<manifest>` flag, as cargo passes RUSTFLAGS to
 //! every crate) writes no image; the root's image exports exactly the two kernels, under two
@@ -15,15 +15,12 @@
 use std::path::{Path, PathBuf};
 
 use run_make_support::object::read::archive::ArchiveFile;
-use run_make_support::serde_json::{self, Value};
-use run_make_support::{Rustc, cwd, env_var, rfs};
-
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-use helpers::{
+use run_make_support::offload::{
     exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc,
     undefined_functions, vendor_check,
 };
+use run_make_support::serde_json::{self, Value};
+use run_make_support::{Rustc, cwd, env_var, rfs};
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 

@@ -1,4 +1,4 @@
-//! A four-crate graph through the offload passes (DESIGN S5, S6): `app` depends on `mid` and
+//! A four-crate graph through the offload passes (scenarios S5, S6): `app` depends on `mid` and
 //! `util`, which are siblings, and all three depend on `kernels`. `mid` and `util` launch
 //! kernels from non-generic functions that `app` calls (S5): `app`'s own collection never sees
 //! those functions' bodies, so only their crate metadata can carry the launches. `mid` and
@@ -14,15 +14,12 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use run_make_support::serde_json::{self, Value, json};
-use run_make_support::{Rustc, cwd, rfs};
-
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-use helpers::{
+use run_make_support::offload::{
     exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc,
     undefined_functions, vendor_check,
 };
+use run_make_support::serde_json::{self, Value, json};
+use run_make_support::{Rustc, cwd, rfs};
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 

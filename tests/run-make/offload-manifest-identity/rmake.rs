@@ -28,15 +28,12 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use run_make_support::serde_json::{self, Value};
-use run_make_support::{Rustc, cmd, cwd, rfs, source_root};
-
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-use helpers::{
+use run_make_support::offload::{
     exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc,
     vendor_check,
 };
+use run_make_support::serde_json::{self, Value};
+use run_make_support::{Rustc, cmd, cwd, rfs, source_root};
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 

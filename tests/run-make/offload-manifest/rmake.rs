@@ -1,4 +1,4 @@
-//! The three offload passes on one crate, for both GPU targets (DESIGN S1-S3, S7-S10):
+//! The three offload passes on one crate, for both GPU targets (scenarios S1-S3, S7-S10):
 //! the host metadata pass records exactly the launched kernel instances, generic ones
 //! included; the device pass defines exactly those kernels (and internal helpers they reach,
 //! nothing exported, a `#[no_mangle]` helper hidden, no unlaunched kernel, no function that no
@@ -12,14 +12,12 @@
 
 use std::collections::BTreeSet;
 
-use run_make_support::serde_json::{self, Value};
-use run_make_support::{cwd, rfs};
-
-mod helpers;
-use helpers::{
+use run_make_support::offload::{
     exported_functions, gpu_sysroot, image_ir, offload_entries, rustc, undefined_functions,
     unreached_functions, vendor_check,
 };
+use run_make_support::serde_json::{self, Value};
+use run_make_support::{cwd, rfs};
 
 /// The kernel instances `kernels.rs` launches, as the manifest prints them.
 const EXPECTED_KERNELS: &[&str] = &[

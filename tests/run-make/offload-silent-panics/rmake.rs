@@ -19,15 +19,12 @@
 
 use std::path::{Path, PathBuf};
 
-use run_make_support::serde_json::{self, Value};
-use run_make_support::{cwd, rfs};
-
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-use helpers::{
+use run_make_support::offload::{
     exported_functions, gpu_sysroot, image_ir, manifest_symbols, rustc, undefined_functions,
     vendor_check,
 };
+use run_make_support::serde_json::{self, Value};
+use run_make_support::{cwd, rfs};
 
 /// Parts of the (v0) symbols of what formats panic messages: `core::fmt::Formatter`'s methods,
 /// integer and float formatting (`core::fmt::num`, `core::fmt::float`, `core::num::flt2dec`)

@@ -33,12 +33,7 @@
 //@ only-x86_64
 //@ needs-offload
 
-#[path = "../offload-manifest/cargo.rs"]
-mod cargo;
-#[path = "../offload-manifest/helpers.rs"]
-mod helpers;
-
-use cargo::{cargo_offload, copy_dir, ptx_kernels, report_library, reports};
+use run_make_support::offload::{cargo_offload, copy_dir, ptx_kernels, report_library, reports};
 use run_make_support::{cmd, cwd, rfs, rustc};
 
 /// The program's checksum of a saxpy over `n` elements, computed here on its own.

@@ -33,8 +33,18 @@ use crate::upstream::{BASE_BRANCH, git};
 
 const STEP: &str = "PATCH";
 
-/// Project folders whose files are new files of the upstream tree, stored as themselves.
-pub const NEW_FILE_ROOTS: &[&str] = &["compiler", "library", "tests"];
+/// Project folders whose files are new files of the upstream tree, stored as themselves: the
+/// compiler's and the library's new source files, our tests, and the offload helpers of
+/// upstream's run-make support library, which every run-make test imports as
+/// `run_make_support::offload` (our other tools live beside it in `src/tools`, but are not
+/// part of the tree).
+pub const NEW_FILE_ROOTS: &[&str] =
+    &["compiler", "library", "tests", "src/tools/run-make-support/src/offload"];
+
+/// Whether `rel` (a tree path) lies in one of the [`NEW_FILE_ROOTS`].
+pub fn in_new_file_root(rel: &str) -> bool {
+    NEW_FILE_ROOTS.iter().any(|root| rel.strip_prefix(root).is_some_and(|r| r.starts_with('/')))
+}
 
 /// The project's patch directory, relative to the project root.
 pub const PATCH_DIR: &str = "src/patches";
@@ -500,63 +510,17 @@ pub fn export(
     new_patch: Option<&str>,
 ) -> Result<Vec<Drift>> {
     let mut drift = Vec::new();
-    let changed = run_captured(STEP, git(cache).args(["diff", "--name-only", BASE_BRANCH]))?;
-    let changed: Vec<String> =
-        String::from_utf8_lossy(&changed.stdout).lines().map(str::to_string).collect();
-    let untracked =
-        run_captured(STEP, git(cache).args(["ls-files", "--others", "--exclude-standard"]))?;
-    let untracked: Vec<String> =
-        String::from_utf8_lossy(&untracked.stdout).lines().map(str::to_string).collect();
-
+    let changed = git_lines(cache, &["diff", "--name-only", BASE_BRANCH])?;
+    let untracked = git_lines(cache, &["ls-files", "--others", "--exclude-standard"])?;
     let patches = patches(project)?;
     let owned: BTreeSet<&str> =
         patches.iter().flat_map(|p| p.files.iter().map(String::as_str)).collect();
     let unowned: Vec<String> =
         changed.iter().filter(|f| !owned.contains(f.as_str())).cloned().collect();
-
-    let diff_of = |files: &[String]| -> Result<String> {
-        let mut cmd = git(cache);
-        cmd.args(["diff", "--no-color", "--no-ext-diff", BASE_BRANCH, "--"]).args(files);
-        Ok(String::from_utf8_lossy(&run_captured(STEP, &mut cmd)?.stdout).into_owned())
-    };
-    // A file that several patches change: its tree edits go to the last of them, as a diff
-    // against the file as the earlier ones left it; their sections stay as they are.
-    let mut last_owner: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut owners: BTreeMap<&str, usize> = BTreeMap::new();
-    for (index, patch) in patches.iter().enumerate() {
-        for file in &patch.files {
-            last_owner.insert(file, index);
-            *owners.entry(file).or_default() += 1;
-        }
-    }
     // Everything is computed before anything is written, so a refusal leaves the project as
     // it was.
     let mut writes = Vec::new();
-    for (index, patch) in patches.iter().enumerate() {
-        let mut body = String::new();
-        for (file, section) in patch.files.iter().zip(&patch.sections) {
-            if last_owner[file.as_str()] != index {
-                body.push_str(section);
-            } else if owners[file.as_str()] == 1 {
-                body.push_str(&diff_of(std::slice::from_ref(file))?);
-            } else {
-                // Only the earlier patches' sections of this file matter: the patch being
-                // regenerated, and any other patch, need not apply (after a hunk moved to an
-                // earlier patch, this one no longer does).
-                let earlier: Vec<(&Path, &str)> = patches[..index]
-                    .iter()
-                    .flat_map(|p| {
-                        p.files
-                            .iter()
-                            .zip(&p.sections)
-                            .filter(|(f, _)| *f == file)
-                            .map(move |(_, section)| (p.path.as_path(), section.as_str()))
-                    })
-                    .collect();
-                let before = state_after_sections(cache, file, &earlier)?;
-                body.push_str(&diff_since(cache, file, &before)?);
-            }
-        }
+    for (patch, body) in patches.iter().zip(regenerated_bodies(cache, &patches)?) {
         let text = format!("{}{}", patch.header, body);
         if fs::read_to_string(&patch.path).ok().as_deref() != Some(&text) {
             drift.push(Drift::Patch(patch.path.clone()));
@@ -584,30 +548,111 @@ pub fn export(
     if !unowned.is_empty() {
         match (write, new_patch) {
             (true, Some(name)) => {
-                let path = project.join(PATCH_DIR).join(format!("{name}.patch"));
-                let header = format!(
-                    "Description: <what this patch changes, and why>\n\
-                     Forwarded: <not-needed | not-yet | could be forwarded (why) | partly (what)>\n\
-                     Last-Update: <YYYY-MM-DD>\n\
-                     ---\n"
-                );
-                fs::create_dir_all(path.parent().unwrap()).ok();
-                fs::write(&path, format!("{header}{}", diff_of(&unowned)?)).map_err(|e| {
-                    Failure { step: STEP, message: format!("cannot write {}: {e}", path.display()) }
-                })?;
-                drift.push(Drift::Patch(path));
+                drift.push(Drift::Patch(write_new_patch(project, cache, name, &unowned)?))
             }
             _ => drift.extend(unowned.into_iter().map(Drift::Unowned)),
         }
     }
+    drift.extend(export_new_files(project, cache, &untracked, write)?);
+    drift.extend(new_file_drift(project, &patches)?);
+    Ok(drift)
+}
+
+/// The lines that `git ARGS` prints about the tree.
+fn git_lines(cache: &Cache, args: &[&str]) -> Result<Vec<String>> {
+    let out = run_captured(STEP, git(cache).args(args))?;
+    Ok(String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect())
+}
+
+/// The tree's diff of `files` against upstream.
+fn diff_of(cache: &Cache, files: &[String]) -> Result<String> {
+    let mut cmd = git(cache);
+    cmd.args(["diff", "--no-color", "--no-ext-diff", BASE_BRANCH, "--"]).args(files);
+    Ok(String::from_utf8_lossy(&run_captured(STEP, &mut cmd)?.stdout).into_owned())
+}
+
+/// Each patch's body (its sections, without the header) as the tree now asks for it. A file
+/// that several patches change: its tree edits go to the last of them, as a diff against the
+/// file as the earlier ones left it; their sections stay as they are.
+fn regenerated_bodies(cache: &Cache, patches: &[Patch]) -> Result<Vec<String>> {
+    let mut last_owner: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut owners: BTreeMap<&str, usize> = BTreeMap::new();
+    for (index, patch) in patches.iter().enumerate() {
+        for file in &patch.files {
+            last_owner.insert(file, index);
+            *owners.entry(file).or_default() += 1;
+        }
+    }
+    let mut bodies = Vec::new();
+    for (index, patch) in patches.iter().enumerate() {
+        let mut body = String::new();
+        for (file, section) in patch.files.iter().zip(&patch.sections) {
+            if last_owner[file.as_str()] != index {
+                body.push_str(section);
+            } else if owners[file.as_str()] == 1 {
+                body.push_str(&diff_of(cache, std::slice::from_ref(file))?);
+            } else {
+                // Only the earlier patches' sections of this file matter: the patch being
+                // regenerated, and any other patch, need not apply (after a hunk moved to an
+                // earlier patch, this one no longer does).
+                let earlier: Vec<(&Path, &str)> = patches[..index]
+                    .iter()
+                    .flat_map(|p| {
+                        p.files
+                            .iter()
+                            .zip(&p.sections)
+                            .filter(|(f, _)| *f == file)
+                            .map(move |(_, section)| (p.path.as_path(), section.as_str()))
+                    })
+                    .collect();
+                let before = state_after_sections(cache, file, &earlier)?;
+                body.push_str(&diff_since(cache, file, &before)?);
+            }
+        }
+        bodies.push(body);
+    }
+    Ok(bodies)
+}
+
+/// Writes the patch `name` of the tree's changes to `unowned` files, with a header for a
+/// person to fill in; its path.
+fn write_new_patch(
+    project: &Path,
+    cache: &Cache,
+    name: &str,
+    unowned: &[String],
+) -> Result<PathBuf> {
+    let path = project.join(PATCH_DIR).join(format!("{name}.patch"));
+    let header = format!(
+        "Description: <what this patch changes, and why>\n\
+         Forwarded: <not-needed | not-yet | could be forwarded (why) | partly (what)>\n\
+         Last-Update: <YYYY-MM-DD>\n\
+         ---\n"
+    );
+    fs::create_dir_all(path.parent().unwrap()).ok();
+    fs::write(&path, format!("{header}{}", diff_of(cache, unowned)?)).map_err(|e| Failure {
+        step: STEP,
+        message: format!("cannot write {}: {e}", path.display()),
+    })?;
+    Ok(path)
+}
+
+/// The tree's new files (`untracked`, in the [`NEW_FILE_ROOTS`]) that the project lacks or
+/// holds otherwise; with `write`, copied into the project.
+fn export_new_files(
+    project: &Path,
+    cache: &Cache,
+    untracked: &[String],
+    write: bool,
+) -> Result<Vec<Drift>> {
+    let mut drift = Vec::new();
     for rel in untracked {
-        let top = rel.split('/').next().unwrap_or("");
         // Lock files are what the vendored build writes, not ours.
-        if !NEW_FILE_ROOTS.contains(&top) || rel.ends_with("Cargo.lock") {
+        if !in_new_file_root(rel) || rel.ends_with("Cargo.lock") {
             continue;
         }
-        let from = cache.tree().join(&rel);
-        let to = project.join(&rel);
+        let from = cache.tree().join(rel);
+        let to = project.join(rel);
         let bytes = fs::read(&from).map_err(|e| Failure {
             step: STEP,
             message: format!("cannot read {}: {e}", from.display()),
@@ -623,6 +668,5 @@ pub fn export(
             }
         }
     }
-    drift.extend(new_file_drift(project, &patches)?);
     Ok(drift)
 }

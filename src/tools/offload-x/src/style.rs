@@ -91,7 +91,7 @@ pub const MAX_COLUMNS: usize = 100;
 /// with rustfmt's diff or the long lines.
 pub fn rustfmt(cache: &Cache) -> Result<()> {
     tree_rustfmt(cache)?;
-    project_style(&crate::commands::project_root())
+    project_style(&crate::project::project_root())
 }
 
 /// `rustfmt --check` on our Rust files in the tree; fails with rustfmt's diff.
@@ -339,7 +339,7 @@ mod tests {
         assert!(rustfmt_applies("compiler/rustc_middle/src/ty/offload_kernel.rs"));
         assert!(rustfmt_applies("src/bootstrap/src/core/build_steps/llvm.rs"));
         assert!(rustfmt_applies("tests/run-make/offload-manifest/rmake.rs"));
-        assert!(rustfmt_applies("tests/run-make/offload-manifest/helpers.rs"));
+        assert!(rustfmt_applies("src/tools/run-make-support/src/offload/image.rs"));
         assert!(rustfmt_applies("tests/codegen-llvm/gpu_offload_manifest/agree.rs"));
         assert!(!rustfmt_applies("tests/ui/offload-manifest/kernel-signature.rs"));
         assert!(!rustfmt_applies("compiler/rustc/Cargo.toml"));

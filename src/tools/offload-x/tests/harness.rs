@@ -96,6 +96,19 @@ fn materialize_applies_patches_and_new_files() {
 }
 
 #[test]
+fn run_make_support_offload_helpers_are_new_files_and_other_tools_are_not() {
+    let (project, cache) = setup("support");
+    write(&project.join("src/tools/run-make-support/src/offload/mod.rs"), "// helpers\n");
+    write(&project.join("src/tools/cargo-offload/src/main.rs"), "// a tool of ours\n");
+    let report = materialize::materialize(&project, &cache, &[]).unwrap();
+    assert_eq!(report.written, vec!["src/tools/run-make-support/src/offload/mod.rs"]);
+    assert!(!cache.tree().join("src/tools/cargo-offload").exists());
+    assert!(materialize::in_new_file_root("tests/run-make/x/rmake.rs"));
+    assert!(!materialize::in_new_file_root("src/tools/run-make-support/src/offloaded.rs"));
+    assert!(!materialize::in_new_file_root("src/tools/run-make-support/src/lib.rs"));
+}
+
+#[test]
 fn materializing_an_unchanged_project_touches_no_file() {
     let (project, cache) = setup("idempotent");
     write(&project.join("src/patches/0001-compiler-rename.patch"), PATCH_A);
@@ -445,7 +458,7 @@ fn mirrors_come_from_the_apt_configuration() {
 
 #[test]
 fn source_fingerprint_follows_compiler_sources_only() {
-    use offload_x::commands::source_fingerprint;
+    use offload_x::project::source_fingerprint;
     let project = scratch("fingerprint");
     write(&project.join("src/patches/0001-a.patch"), "Description: a\n---\n");
     write(&project.join("compiler/rustc_x/src/new.rs"), "fn a() {}\n");

@@ -1,0 +1,75 @@
+//! `cargo offload` as a user runs it: cargo 1.95.0 (bootstrap's stage-0 cargo, named in the
+//! tree's `bootstrap.toml`) with the stage-1 rustc and the installed `cargo-offload`, in a
+//! project folder of the test's own, and what the test programs print.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::toolchain::{device_sysroot, offload_tools_bin, stage0_cargo};
+use crate::{CompletedProcess, cmd, env_var, rfs};
+
+/// `cargo offload ARGS` in `dir`, with its own target folder inside it; panics with its output
+/// unless it succeeds (`succeed`) or fails (`!succeed`).
+fn run(dir: &Path, args: &[&str], succeed: bool) -> CompletedProcess {
+    let path = format!("{}:/usr/lib/llvm-22/bin:/usr/bin:/bin", offload_tools_bin().display());
+    let mut c = cmd(stage0_cargo());
+    c.arg("offload")
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("RUSTC", env_var("RUSTC"))
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .env(
+            "CARGO_OFFLOAD_CUDA_BIN",
+            PathBuf::from(env_var("BUILD_ROOT")).join("offload-cuda/bin"),
+        )
+        .env("CARGO_OFFLOAD_DEVICE_SYSROOT", device_sysroot())
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        // A user's shell sets none; bootstrap's does, for its own builds.
+        .env_remove("CARGO_INCREMENTAL")
+        .env_remove("CARGO_MAKEFLAGS")
+        .env_remove("MAKEFLAGS");
+    if succeed { c.run() } else { c.run_fail() }
+}
+
+/// `cargo offload ARGS` in `dir`; panics with its output unless it succeeds.
+pub fn cargo_offload(dir: &Path, args: &[&str]) -> CompletedProcess {
+    run(dir, args, true)
+}
+
+/// `cargo offload ARGS` in `dir`; panics with its output unless it fails.
+pub fn cargo_offload_fails(dir: &Path, args: &[&str]) -> CompletedProcess {
+    run(dir, args, false)
+}
+
+/// Copies the folder `from` to `to`, without a `target/` folder.
+pub fn copy_dir(from: &Path, to: &Path) {
+    rfs::create_dir_all(to);
+    for entry in rfs::read_dir(from) {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == "target" {
+            continue;
+        }
+        let (src, dst) = (entry.path(), to.join(&name));
+        if src.is_dir() { copy_dir(&src, &dst) } else { rfs::copy(&src, &dst) }
+    }
+}
+
+/// The `name: mismatches checksum` lines of a test program's output (`offload-cpu-grid`,
+/// `offload-slices`), by name.
+pub fn reports(stdout: &str) -> BTreeMap<String, (u64, u64)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .filter_map(|(name, rest)| {
+            let mut fields = rest.split_whitespace().map(|v| v.parse::<u64>());
+            match (fields.next(), fields.next(), fields.next()) {
+                (Some(Ok(m)), Some(Ok(s)), None) => Some((name.to_string(), (m, s))),
+                _ => None,
+            }
+        })
+        .collect()
+}

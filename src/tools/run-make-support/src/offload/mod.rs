@@ -1,0 +1,21 @@
+//! Helpers of the offload fork's run-make tests (`tests/run-make/offload-*`), imported as
+//! `run_make_support::offload::{...}` like the rest of this library. They find the fork's
+//! toolchain ([`toolchain`]), read what the offload passes produce and check device images with
+//! the GPU vendors' tools ([`image`]), and run `cargo offload` on test projects ([`cargo`]).
+//!
+//! The scenarios the tests name (S1, S2, ...) are defined in the fork's `src/doc/scenarios.md`.
+
+pub mod cargo;
+pub mod image;
+pub mod toolchain;
+
+pub use cargo::{cargo_offload, cargo_offload_fails, copy_dir, reports};
+pub use image::{
+    VendorReport, code_object_kernels, compare_kernels, cubin_kernels, exported_functions,
+    image_bitcode, image_ir, kernel_instructions, manifest_symbols, offload_entries, ptx_kernels,
+    undefined_functions, unreached_functions, vendor_check, vendor_result,
+};
+pub use toolchain::{
+    cuda_tool, device_sysroot, gpu_sysroot, llvm_tool, offload_tools_bin, project_example,
+    report_library, rustc, stage0_cargo,
+};
