@@ -31,11 +31,7 @@ fn ensure_matplotlib(project: &Path, cache: &Cache) -> Result<()> {
     let script = "apt-get update -q >/dev/null && \
                   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
                   python3-matplotlib >/dev/null";
-    let status = Enter::new(cache, project, "/bin/sh")
-        .args(["-c", script])
-        .command(cache)?
-        .status()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    let status = Enter::new(cache, project, "/bin/sh").args(["-c", script]).status(cache, STEP)?;
     if status.success() {
         timer.done();
     } else {
@@ -127,11 +123,7 @@ pub fn run(project: &Path, cache: &Cache, args: Vec<OsString>) -> Result<()> {
     .map(OsString::from)
     .chain(args)
     .collect();
-    let status = Enter::new(cache, project, "python3")
-        .args(script)
-        .command(cache)?
-        .status()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    let status = Enter::new(cache, project, "python3").args(script).status(cache, STEP)?;
     if !status.success() {
         return fail(STEP, format!("the benchmark failed ({status}); its output is above"));
     }

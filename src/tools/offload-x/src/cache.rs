@@ -17,7 +17,10 @@
 //! job/               outputs of the main job
 //! ```
 
+use std::fs;
 use std::path::{Path, PathBuf};
+
+use crate::pins::HOST;
 
 /// Paths inside the cache root.
 #[derive(Clone, Debug)]
@@ -83,4 +86,41 @@ pub fn stage0_toolchain() -> PathBuf {
         }
     };
     rustup_home.join("toolchains").join(crate::pins::STAGE0_TOOLCHAIN)
+}
+
+/// Where the GPU targets' libraries are kept beside bootstrap's stage-1 sysroot:
+/// `build/<host>/offload-gpu-sysroot/lib/rustlib/<target>/lib`. Bootstrap assembles the stage-1
+/// sysroot afresh in every invocation, with only the targets of that invocation (an
+/// `x.py test` removes the GPU ones), so the run-make tests compile for the GPU with
+/// `--sysroot $BUILD_ROOT/offload-gpu-sysroot`, and the harness puts the libraries back.
+pub fn gpu_sysroot(cache: &Cache) -> PathBuf {
+    cache.build().join(HOST).join("offload-gpu-sysroot")
+}
+
+/// `build/<host>/offload-device-sysroot`, beside bootstrap's stage-1 sysroot (which bootstrap
+/// reassembles in every invocation).
+pub fn device_sysroot(cache: &Cache) -> PathBuf {
+    cache.build().join(HOST).join("offload-device-sysroot")
+}
+
+/// Where `cargo-offload` is installed: `build/<host>/offload-tools/bin` (and
+/// `liboffload_report.so`, which it preloads for `OFFLOAD_REPORT`, in `../lib`), beside the
+/// stage-1 toolchain rather than in its `bin/`, which bootstrap assembles afresh (a test run
+/// drops what it did not put there). `./x.py cargo` has it on `PATH`, so `./x.py cargo offload ...`
+/// finds it as cargo finds any subcommand; the run-make tests find it there too.
+pub fn offload_tools_bin(cache: &Cache) -> PathBuf {
+    cache.build().join(HOST).join("offload-tools/bin")
+}
+
+/// Copies the plain files of `from` into `to`, emptied first.
+pub fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    let _ = fs::remove_dir_all(to);
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            fs::copy(entry.path(), to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
 }

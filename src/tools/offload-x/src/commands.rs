@@ -2,13 +2,16 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitStatus};
 
-use crate::cache::{Cache, stage0_toolchain};
+use crate::cache::{Cache, copy_dir, gpu_sysroot, offload_tools_bin, stage0_toolchain};
 use crate::materialize::{self, Drift};
 use crate::pins::{GPU_TARGETS, HOST, STAGE0_TOOLCHAIN, SYSROOT_LLVM_BIN};
+use crate::project::{SOURCE_FINGERPRINT_VAR, bootstrap_toml, project_root, source_fingerprint};
 use crate::sysroot::Enter;
+use crate::toolchain::{cargo_with_plan, run_plan, toolchain};
+use crate::tools::{install_cargo_offload, manifest_tool, test_cargo_offload, test_manifest_tool};
 use crate::ui::{Failure, Result, Timer, fail, say};
 use crate::{fetch, sysroot, upstream};
 
@@ -68,19 +71,6 @@ pub fn check_machine(cache: &Cache) -> Result<()> {
     Ok(())
 }
 
-/// The bootstrap configuration: `config.example.toml` with its placeholders filled in.
-pub fn bootstrap_toml(project: &Path, cache: &Cache) -> Result<Vec<u8>> {
-    let template =
-        fs::read_to_string(project.join("config.example.toml")).map_err(|e| Failure {
-            step: "PATCH",
-            message: format!("cannot read {}: {e}", project.join("config.example.toml").display()),
-        })?;
-    Ok(template
-        .replace("@CACHE@", &cache.root.to_string_lossy())
-        .replace("@STAGE0@", &stage0_toolchain().to_string_lossy())
-        .into_bytes())
-}
-
 /// Everything up to a tree that bootstrap can build: check, download, sysroot, extract,
 /// materialize.
 pub fn prepare(project: &Path, cache: &Cache) -> Result<()> {
@@ -105,9 +95,7 @@ pub fn prepare(project: &Path, cache: &Cache) -> Result<()> {
 
 /// Runs upstream's `x.py` in the tree, inside the sysroot.
 pub fn bootstrap(cache: &Cache, step: &'static str, args: &[&str]) -> Result<()> {
-    let status = bootstrap_command(cache, args)?
-        .status()
-        .map_err(|e| Failure { step, message: format!("cannot start unshare: {e}") })?;
+    let status = crate::sysroot::status(step, &mut bootstrap_command(cache, args)?)?;
     bootstrap_status(step, args, status)
 }
 
@@ -118,7 +106,7 @@ pub fn bootstrap_tee(cache: &Cache, step: &'static str, args: &[&str]) -> Result
     let mut child = bootstrap_command(cache, args)?
         .stdout(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| Failure { step, message: format!("cannot start unshare: {e}") })?;
+        .map_err(|e| crate::sysroot::cannot_start(step, e))?;
     let mut output = String::new();
     let mut reader = BufReader::new(child.stdout.take().expect("a piped standard output"));
     let mut line = Vec::new();
@@ -188,28 +176,6 @@ pub fn build(project: &Path, cache: &Cache) -> Result<()> {
     crate::device_sysroot::ensure(cache)?;
     crate::cuda::ensure_cuda_tools(cache)?;
     install_cargo_offload(project, cache)?;
-    Ok(())
-}
-
-/// Where the GPU targets' libraries are kept beside bootstrap's stage-1 sysroot:
-/// `build/<host>/offload-gpu-sysroot/lib/rustlib/<target>/lib`. Bootstrap assembles the stage-1
-/// sysroot afresh in every invocation, with only the targets of that invocation (an
-/// `x.py test` removes the GPU ones), so the run-make tests compile for the GPU with
-/// `--sysroot $BUILD_ROOT/offload-gpu-sysroot`, and the harness puts the libraries back.
-pub fn gpu_sysroot(cache: &Cache) -> PathBuf {
-    cache.build().join(HOST).join("offload-gpu-sysroot")
-}
-
-/// Copies the plain files of `from` into `to`, emptied first.
-pub fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    let _ = fs::remove_dir_all(to);
-    fs::create_dir_all(to)?;
-    for entry in fs::read_dir(from)? {
-        let entry = entry?;
-        if entry.file_type()?.is_file() {
-            fs::copy(entry.path(), to.join(entry.file_name()))?;
-        }
-    }
     Ok(())
 }
 
@@ -394,9 +360,7 @@ pub fn fuzz_run(project: &Path, cache: &Cache, seed: u64, first: u64, count: u64
         .arg("-Zunstable-options")
         .arg(&seed_crate)
         .args(["--crate-type", "lib", "--edition", "2024", "-Zoffload=HostMetadata=seed.json"])
-        .command(cache)?
-        .status()
-        .map_err(|e| Failure { step: "FUZZ", message: format!("cannot start unshare: {e}") })?;
+        .status(cache, "FUZZ")?;
     if !host.success() {
         return fail(
             "FUZZ",
@@ -432,9 +396,7 @@ pub fn fuzz_run(project: &Path, cache: &Cache, seed: u64, first: u64, count: u64
         ])
         .arg("--sysroot")
         .arg(gpu_sysroot(cache))
-        .command(cache)?
-        .status()
-        .map_err(|e| Failure { step: "FUZZ", message: format!("cannot start unshare: {e}") })?;
+        .status(cache, "FUZZ")?;
     if !status.success() {
         return fail(
             "FUZZ",
@@ -483,9 +445,7 @@ pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<Exi
         .map_err(|e| Failure { step: "RUN", message: format!("no current directory: {e}") })?;
     if program == "cargo" {
         let (mut inside, plan) = cargo_with_plan(cache, &cwd, args, &[])?;
-        let status = inside
-            .status()
-            .map_err(|e| Failure { step: "RUN", message: format!("cannot start unshare: {e}") })?;
+        let status = crate::sysroot::status("RUN", &mut inside)?;
         return match plan.take() {
             Some(plan) if status.success() => run_plan(cache, plan).status().map_err(|e| Failure {
                 step: "RUN",
@@ -501,102 +461,7 @@ pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<Exi
     if program == "rustc" {
         enter.program = rustc.into();
     }
-    enter
-        .command(cache)?
-        .status()
-        .map_err(|e| Failure { step: "RUN", message: format!("cannot start unshare: {e}") })
-}
-
-/// The file into which `cargo offload run|test` inside the sysroot writes the programs to run
-/// (`CARGO_OFFLOAD_RUN_PLAN`), removed when dropped, with the folders that the sysroot saw at
-/// their own paths; [`PlanFile::take`] gives it once written.
-pub struct PlanFile(PathBuf, Vec<PathBuf>);
-
-impl PlanFile {
-    /// The plan if `cargo offload` wrote one.
-    pub fn take(&self) -> Option<&PlanFile> {
-        self.0.is_file().then_some(self)
-    }
-}
-
-impl Drop for PlanFile {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.0);
-    }
-}
-
-/// `cargo ARGS` of the toolchain in `cwd` inside the sysroot (cargo 1.95.0 with
-/// `cargo offload` installed) with `env` added, and the plan file in which
-/// `cargo offload run|test` leaves the programs to run on the machine's own OS ([`run_plan`]).
-pub fn cargo_with_plan(
-    cache: &Cache,
-    cwd: &Path,
-    args: Vec<OsString>,
-    env: &[(&str, OsString)],
-) -> Result<(Command, PlanFile)> {
-    install_cargo_offload(&project_root(), cache)?;
-    let plans = cache.root.join("run-plans");
-    fs::create_dir_all(&plans)
-        .map_err(|e| Failure { step: "RUN", message: format!("{}: {e}", plans.display()) })?;
-    // One per process and call, so that two `./x.py cargo` at once keep theirs apart.
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let plan_path = plans.join(format!("{}-{call}", std::process::id()));
-    let _ = fs::remove_file(&plan_path);
-    let mut enter =
-        toolchain(cache, cwd, "cargo").args(args).env("CARGO_OFFLOAD_RUN_PLAN", &plan_path);
-    enter.program = stage0_toolchain().join("bin/cargo").into();
-    // cargo 1.95.0 is a stable build: `-Zbuild-std` and friends need this.
-    if std::env::var_os("RUSTC_BOOTSTRAP").is_none() {
-        enter = enter.env("RUSTC_BOOTSTRAP", "1");
-    }
-    for (key, value) in env {
-        enter = enter.env(key, value.clone());
-    }
-    // The folders that the machine sees at the same path: `--run-plan` keeps their paths, and
-    // `cargo offload bundle` writes only under them.
-    let mut binds: Vec<PathBuf> = enter.bound_dirs(cache).into_iter().map(|(d, _)| d).collect();
-    binds.push(PathBuf::from("/tmp"));
-    let joined = std::env::join_paths(&binds).unwrap_or_default();
-    enter = enter.env("CARGO_OFFLOAD_BINDS", joined);
-    Ok((enter.command(cache)?, PlanFile(plan_path, binds)))
-}
-
-/// `cargo-offload --run-plan PLAN` on this machine's own OS, with the caller's environment:
-/// it runs the programs of `cargo offload run|test` with the sysroot's loader and libraries
-/// (see `src/tools/cargo-offload/src/launch.rs`).
-pub fn run_plan(cache: &Cache, plan: &PlanFile) -> Command {
-    let mut cmd = Command::new(offload_tools_bin(cache).join("cargo-offload"));
-    cmd.arg("--run-plan")
-        .arg(&plan.0)
-        .env("CARGO_OFFLOAD_ROOT", cache.sysroot())
-        .env("CARGO_OFFLOAD_BINDS", std::env::join_paths(&plan.1).unwrap_or_default());
-    cmd
-}
-
-/// `program` in `cwd` inside the sysroot as an installed toolchain: the stage-1 toolchain,
-/// `cargo-offload` and LLVM 22's tools first on `PATH`, `RUSTC` set, the device sysroot
-/// (`CARGO_OFFLOAD_DEVICE_SYSROOT`, [`crate::device_sysroot`], unless the caller set it),
-/// NVIDIA's `ptxas` and `nvlink` for `cargo offload` (`CARGO_OFFLOAD_CUDA_BIN`) once
-/// `./x.py build` fetched them; `cwd` and the project are visible at their own paths.
-pub fn toolchain(cache: &Cache, cwd: &Path, program: &str) -> Enter {
-    let mut enter = Enter::new(cache, cwd, program).bind(project_root());
-    let path = format!(
-        "{}:{}:{SYSROOT_LLVM_BIN}:/usr/local/bin:/usr/bin:/bin",
-        cache.stage1().join("bin").display(),
-        offload_tools_bin(cache).display()
-    );
-    enter = enter.env("PATH", path).env("RUSTC", cache.stage1_rustc());
-    // A caller's own value passes through, as every `CARGO*` variable does.
-    if std::env::var_os("CARGO_OFFLOAD_DEVICE_SYSROOT").is_none() {
-        let sysroot = crate::device_sysroot::device_sysroot(cache);
-        enter = enter.env("CARGO_OFFLOAD_DEVICE_SYSROOT", sysroot);
-    }
-    let cuda = crate::cuda::cuda_bin(cache);
-    if cuda.join("ptxas").is_file() {
-        enter = enter.env("CARGO_OFFLOAD_CUDA_BIN", cuda);
-    }
-    enter
+    enter.status(cache, "RUN")
 }
 
 /// `export` (write) and `check` (compare only).
@@ -613,196 +478,4 @@ pub fn export(
         );
     }
     materialize::export(project, cache, write, new_patch)
-}
-
-/// The project root: the folder that holds `x.py` (given by `x.py` in `$OFFLOAD_FORK_PROJECT`).
-pub fn project_root() -> PathBuf {
-    std::env::var_os("OFFLOAD_FORK_PROJECT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::current_dir().unwrap_or_default())
-}
-
-/// `cargo ARGS` of the rustup 1.95.0 toolchain for `src/tools/offload-manifest`, offline, with
-/// crates.io replaced by upstream's `vendor/` in the materialized tree.
-fn manifest_tool_cargo(project: &Path, cache: &Cache, args: &[&str]) -> Command {
-    tool_cargo(project, cache, "offload-manifest", args)
-}
-
-/// `cargo ARGS` of the rustup 1.95.0 toolchain for `src/tools/<tool>`, offline, against
-/// upstream's vendored crates.
-fn tool_cargo(project: &Path, cache: &Cache, tool: &str, args: &[&str]) -> Command {
-    let mut cmd = Command::new(stage0_toolchain().join("bin/cargo"));
-    cmd.args(args)
-        .arg("--manifest-path")
-        .arg(project.join("src/tools").join(tool).join("Cargo.toml"))
-        .args([
-            "--offline",
-            "--quiet",
-            "--config",
-            "source.crates-io.replace-with='vendored'",
-            "--config",
-        ])
-        .arg(format!("source.vendored.directory='{}'", cache.tree().join("vendor").display()))
-        .env("CARGO_TARGET_DIR", cache.root.join("tools-target"))
-        .env_remove("RUSTUP_TOOLCHAIN")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS");
-    cmd
-}
-
-/// Builds `src/tools/offload-manifest` (the manifest printer); returns its path.
-pub fn manifest_tool(project: &Path, cache: &Cache) -> Result<PathBuf> {
-    if !upstream::is_ready(cache) {
-        return fail(
-            "JOB",
-            "the manifest printer builds from upstream's vendored crates: run `./x.py build` first",
-        );
-    }
-    crate::ui::run_captured(
-        "JOB",
-        &mut manifest_tool_cargo(project, cache, &["build", "--release"]),
-    )?;
-    Ok(cache.root.join("tools-target/release/offload-manifest"))
-}
-
-/// The text dump of the manifest at `path` (see `src/tools/offload-manifest`).
-pub fn dump_manifest(project: &Path, cache: &Cache, path: &Path) -> Result<String> {
-    let tool = manifest_tool(project, cache)?;
-    let out = crate::ui::run_captured("JOB", Command::new(&tool).arg(path))?;
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Where `cargo-offload` is installed: `build/<host>/offload-tools/bin` (and
-/// `liboffload_report.so`, which it preloads for `OFFLOAD_REPORT`, in `../lib`), beside the
-/// stage-1 toolchain rather than in its `bin/`, which bootstrap assembles afresh (a test run
-/// drops what it did not put there). `./x.py cargo` has it on `PATH`, so `./x.py cargo offload ...`
-/// finds it as cargo finds any subcommand; the run-make tests find it there too.
-pub fn offload_tools_bin(cache: &Cache) -> PathBuf {
-    cache.build().join(HOST).join("offload-tools/bin")
-}
-
-/// Builds `src/tools/cargo-offload` and installs it in [`offload_tools_bin`]. The binary is
-/// built on this machine and runs inside the sysroot, whose C library is newer. Returns the
-/// installed path.
-pub fn install_cargo_offload(project: &Path, cache: &Cache) -> Result<PathBuf> {
-    if !upstream::is_ready(cache) {
-        return fail(
-            "BUILD",
-            "cargo offload builds from upstream's vendored crates: run `./x.py build` first",
-        );
-    }
-    crate::ui::run_captured(
-        "BUILD",
-        &mut tool_cargo(project, cache, "cargo-offload", &["build", "--release"]),
-    )?;
-    crate::ui::run_captured(
-        "BUILD",
-        &mut tool_cargo(project, cache, "offload-report", &["build", "--release"]),
-    )?;
-    let release = cache.root.join("tools-target/release");
-    let installed = offload_tools_bin(cache).join("cargo-offload");
-    let report = offload_tools_bin(cache).join("../lib/liboffload_report.so");
-    for (built, installed) in [
-        (release.join("cargo-offload"), &installed),
-        (release.join("liboffload_report.so"), &report),
-    ] {
-        if fs::read(installed).ok() != fs::read(&built).ok() {
-            fs::create_dir_all(installed.parent().unwrap())
-                .and_then(|()| fs::copy(&built, installed))
-                .map_err(|e| Failure {
-                    step: "BUILD",
-                    message: format!("cannot install {}: {e}", installed.display()),
-                })?;
-        }
-    }
-    Ok(installed)
-}
-
-/// Runs the tests of `src/tools/cargo-offload` (its argument parsing, manifest merging, run
-/// plans and bundles) and of `src/tools/offload-report`.
-pub fn test_cargo_offload(project: &Path, cache: &Cache) -> Result<()> {
-    for tool in ["cargo-offload", "offload-report"] {
-        let status = tool_cargo(project, cache, tool, &["test"])
-            .status()
-            .map_err(|e| Failure { step: "TEST", message: format!("cannot run cargo: {e}") })?;
-        if !status.success() {
-            return fail("TEST", format!("{tool} tests failed; their output is above"));
-        }
-    }
-    Ok(())
-}
-
-/// Runs the manifest printer's own tests.
-pub fn test_manifest_tool(project: &Path, cache: &Cache) -> Result<()> {
-    let status = manifest_tool_cargo(project, cache, &["test"])
-        .status()
-        .map_err(|e| Failure { step: "TEST", message: format!("cannot run cargo: {e}") })?;
-    if !status.success() {
-        return fail("TEST", "offload-manifest tests failed; their output is above");
-    }
-    Ok(())
-}
-
-/// The environment variable that carries [`source_fingerprint`] into the compiler's build
-/// (`rustc_monomorphize` reads it with `option_env!`, so cargo rebuilds that crate when it
-/// changes).
-pub const SOURCE_FINGERPRINT_VAR: &str = "OFFLOAD_FORK_SOURCE_HASH";
-
-/// A fingerprint of what the project adds to upstream's compiler: every patch in
-/// `src/patches/` and every file under `compiler/` and `library/`, by path and content, hashed
-/// with the system's `sha256sum` (the first 16 hex digits). The compiler records it, after the
-/// upstream commit, as its identity in offload manifests, so that builds of the fork from
-/// different sources refuse each other's manifests. Tests, tools and docs are not part of it.
-pub fn source_fingerprint(project: &Path) -> Result<String> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-        if !dir.exists() {
-            return Ok(());
-        }
-        for entry in fs::read_dir(dir)? {
-            let path = entry?.path();
-            if path.is_dir() { walk(&path, out)? } else { out.push(path) }
-        }
-        Ok(())
-    }
-    let mut files = Vec::new();
-    for dir in ["src/patches", "compiler", "library"] {
-        walk(&project.join(dir), &mut files).map_err(|e| Failure {
-            step: "BUILD",
-            message: format!("cannot read {}: {e}", project.join(dir).display()),
-        })?;
-    }
-    files.sort();
-    let mut input = Vec::new();
-    for file in &files {
-        let rel = file.strip_prefix(project).unwrap_or(file);
-        input.extend_from_slice(rel.to_string_lossy().as_bytes());
-        input.push(0);
-        let content = fs::read(file).map_err(|e| Failure {
-            step: "BUILD",
-            message: format!("cannot read {}: {e}", file.display()),
-        })?;
-        input.extend_from_slice(format!("{}\0", content.len()).as_bytes());
-        input.extend_from_slice(&content);
-    }
-    let mut child = Command::new("sha256sum")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| Failure { step: "BUILD", message: format!("cannot run sha256sum: {e}") })?;
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().expect("stdin was piped");
-        stdin.write_all(&input).map_err(|e| Failure {
-            step: "BUILD",
-            message: format!("cannot write to sha256sum: {e}"),
-        })?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| Failure { step: "BUILD", message: format!("sha256sum failed: {e}") })?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    match text.split_whitespace().next() {
-        Some(sum) if sum.len() == 64 && out.status.success() => Ok(sum[..16].to_string()),
-        _ => fail("BUILD", "sha256sum printed no sum for the project's compiler sources"),
-    }
 }

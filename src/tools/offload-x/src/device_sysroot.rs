@@ -14,20 +14,14 @@
 //! offload` takes from `CARGO_OFFLOAD_DEVICE_SYSROOT`.
 
 use std::fs;
-use std::path::PathBuf;
 
 use crate::cache::{Cache, stage0_toolchain};
-use crate::commands::{copy_dir, gpu_sysroot, toolchain};
+use crate::cache::{copy_dir, device_sysroot, gpu_sysroot};
 use crate::pins::{GPU_TARGETS, HOST};
+use crate::toolchain::toolchain;
 use crate::ui::{Failure, Result, Timer, fail};
 
 const STEP: &str = "BUILD";
-
-/// `build/<host>/offload-device-sysroot`, beside bootstrap's stage-1 sysroot (which bootstrap
-/// reassembles in every invocation).
-pub fn device_sysroot(cache: &Cache) -> PathBuf {
-    cache.build().join(HOST).join("offload-device-sysroot")
-}
 
 /// How the CPU device's `core` is built; part of the sysroot's `stamp`, so that a change here
 /// rebuilds it.

@@ -72,7 +72,7 @@ pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
     let _ = fs::remove_dir_all(&bundle);
     fs::create_dir_all(&bundle).map_err(|e| io(&bundle, e))?;
     let timer = Timer::start(STEP, format!("cargo offload bundle --release --offload-arch={ARCH}"));
-    let (mut cargo, _plan) = crate::commands::cargo_with_plan(
+    let (mut cargo, _plan) = crate::toolchain::cargo_with_plan(
         cache,
         &project.join("src/offload-example"),
         ["offload", "bundle", "--release", &format!("--offload-arch={ARCH}"), "--out"]
@@ -82,9 +82,7 @@ pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
             .collect(),
         &[("CARGO_TARGET_DIR", cache.job().join("gpu-check-target").into_os_string())],
     )?;
-    let out = cargo
-        .output()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    let out = crate::sysroot::output(STEP, &mut cargo)?;
     if !out.status.success() {
         return fail(
             STEP,
@@ -154,9 +152,7 @@ fn kernel_time(project: &Path, cache: &Cache, bundle: &Path) -> Result<()> {
         .arg(crate::cuda::cuda_bin(cache))
         .arg("--out")
         .arg(bundle.join("kernel-time"))
-        .command(cache)?
-        .status()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+        .status(cache, STEP)?;
     if !status.success() {
         return fail(STEP, "kernel_time.py prepare failed; its output is above");
     }

@@ -48,13 +48,10 @@ fn run_in(
     program: impl Into<std::ffi::OsString>,
     args: &[String],
 ) -> Result<String> {
-    let mut cmd = Enter::new(cache, cwd, program)
+    let out = Enter::new(cache, cwd, program)
         .args(args.iter().cloned())
-        .bind(crate::commands::project_root())
-        .command(cache)?;
-    let out = cmd
-        .output()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+        .bind(crate::project::project_root())
+        .output(cache, STEP)?;
     if !out.status.success() {
         let mut text = out.stdout.clone();
         text.extend_from_slice(&out.stderr);
@@ -292,7 +289,7 @@ pub fn run(project: &Path, cache: &Cache) -> Result<()> {
     let ours = run_pipeline(project, cache, Pipeline::Manifest)?;
     if let Some(manifest) = &ours.manifest {
         say(STEP, format!("manifest {}:", manifest.display()));
-        for line in crate::commands::dump_manifest(project, cache, manifest)?.lines() {
+        for line in crate::tools::dump_manifest(project, cache, manifest)?.lines() {
             say(STEP, format!("  {line}"));
         }
     }
@@ -367,19 +364,16 @@ const PROGRAM_ARCHS: &str = "gfx90a,sm_90,host";
 pub fn cargo_program(project: &Path, cache: &Cache) -> Result<()> {
     let example = project.join("src/offload-example");
     let target = cache.job().join("example-target");
-    crate::commands::install_cargo_offload(project, cache)?;
+    crate::tools::install_cargo_offload(project, cache)?;
     let timer =
         Timer::start(STEP, format!("cargo offload build --release --offload-arch={PROGRAM_ARCHS}"));
-    let mut build = crate::commands::toolchain(cache, &example, "/usr/bin/env")
+    let out = crate::toolchain::toolchain(cache, &example, "/usr/bin/env")
         .arg(crate::cache::stage0_toolchain().join("bin/cargo"))
         .args(["offload", "build", "--release", &format!("--offload-arch={PROGRAM_ARCHS}")])
         .env("RUSTC_BOOTSTRAP", "1")
         .env("CARGO_TARGET_DIR", &target)
         .bind(cache.job())
-        .command(cache)?;
-    let out = build
-        .output()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+        .output(cache, STEP)?;
     if !out.status.success() {
         return fail(
             STEP,

@@ -1,6 +1,7 @@
 //! `x.py`'s logic: see `x.py --help` and README.md.
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use offload_x::cache::Cache;
@@ -76,150 +77,229 @@ exit status: 0 on success; rustc/cargo pass their program's status through; 1 on
 with one `error: [STEP] ...` line that says what to do.
 ";
 
-fn main() -> ExitCode {
-    let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let verb = if args.is_empty() {
-        "job".to_string()
-    } else {
-        args.remove(0).to_string_lossy().into_owned()
-    };
-    let project = commands::project_root();
-    let cache = Cache::from_env();
-    let strings = |args: &[OsString]| -> Vec<String> {
-        args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
-    };
-    let result: Result<ExitCode> = match verb.as_str() {
-        "help" | "--help" | "-h" => {
-            print!("{HELP}");
-            Ok(ExitCode::SUCCESS)
+/// One `./x.py` invocation: the verb and its parsed arguments.
+#[derive(Debug, PartialEq)]
+enum Verb {
+    Help,
+    Job,
+    Prepare,
+    Build,
+    /// Upstream test paths; none: everything.
+    Test(Vec<String>),
+    Style,
+    /// `series`, `series --check` (`Some(None)`), `series --check --from NNNN`.
+    Series(Option<Option<String>>),
+    Fuzz(Vec<String>),
+    GpuCheck,
+    Outside,
+    Bench(Vec<OsString>),
+    Image(PathBuf),
+    Manifest(PathBuf),
+    /// `rustc` or `cargo` with their arguments.
+    Tool(String, Vec<OsString>),
+    /// `export` (`write`) or `check`, and `export --patch NAME`.
+    Export {
+        write: bool,
+        new_patch: Option<String>,
+    },
+}
+
+impl Verb {
+    /// The verb that `args` (without the program name) ask for; no arguments is the main job.
+    /// An unknown verb or wrong arguments give the usage line to print.
+    fn parse(mut args: Vec<OsString>) -> std::result::Result<Verb, String> {
+        if args.is_empty() {
+            return Ok(Verb::Job);
         }
-        "prepare" => commands::prepare(&project, &cache).map(|()| ExitCode::SUCCESS),
-        "build" => commands::build(&project, &cache).map(|()| ExitCode::SUCCESS),
-        "test" => commands::test(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
-        "style" => commands::prepare(&project, &cache)
-            .and_then(|()| offload_x::style::rustfmt(&cache))
-            .and_then(|()| offload_x::style::tidy(&project, &cache))
-            .map(|()| ExitCode::SUCCESS),
-        "series" => {
-            let args = strings(&args);
-            let run = match args.as_slice() {
-                [] => commands::prepare(&project, &cache)
-                    .and_then(|()| commands::series_apply(&project, &cache)),
-                [check] if check == "--check" => commands::prepare(&project, &cache)
-                    .and_then(|()| offload_x::series::check_prefixes(&project, &cache, None)),
-                [check, from, n] if check == "--check" && from == "--from" => {
-                    commands::prepare(&project, &cache)
-                        .and_then(|()| offload_x::series::check_prefixes(&project, &cache, Some(n)))
-                }
-                _ => {
-                    eprintln!("error: usage: ./x.py series [--check [--from NNNN]]");
-                    return ExitCode::from(2);
-                }
-            };
-            run.map(|()| ExitCode::SUCCESS)
-        }
-        "fuzz" => commands::fuzz(&project, &cache, &strings(&args)).map(|()| ExitCode::SUCCESS),
-        "job" => offload_x::job::run(&project, &cache).map(|()| ExitCode::SUCCESS),
-        "gpu-check" => offload_x::gpu_check::run(&project, &cache).map(|_| ExitCode::SUCCESS),
-        "outside" => commands::build(&project, &cache)
-            .and_then(|()| offload_x::outside::check(&project, &cache))
-            .map(|()| ExitCode::SUCCESS),
-        "bench" => offload_x::bench::run(&project, &cache, args).map(|()| ExitCode::SUCCESS),
-        "image" => match strings(&args).as_slice() {
-            [path] => {
-                let path = std::path::absolute(path).unwrap_or_else(|_| path.into());
-                offload_x::job::print_image(&cache, &path).map(|()| ExitCode::SUCCESS)
-            }
-            _ => {
-                eprintln!("error: usage: ./x.py image PATH/host.out");
-                return ExitCode::from(2);
-            }
-        },
-        "manifest" => match strings(&args).as_slice() {
-            [path] => {
-                let path = std::path::absolute(path).unwrap_or_else(|_| path.into());
-                commands::dump_manifest(&project, &cache, &path).map(|text| {
-                    print!("{text}");
-                    ExitCode::SUCCESS
-                })
-            }
-            _ => {
-                eprintln!("error: usage: ./x.py manifest PATH");
-                return ExitCode::from(2);
-            }
-        },
-        "rustc" | "cargo" => commands::run_tool(&cache, &verb, args)
-            .map(|status| ExitCode::from(status.code().map(|c| c as u8).unwrap_or(1))),
-        "export" | "check" => {
-            let write = verb == "export";
-            let args = strings(&args);
-            let new_patch = match args.as_slice() {
+        let verb = args.remove(0).to_string_lossy().into_owned();
+        let strings: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let path = |usage: &str| match strings.as_slice() {
+            [path] => Ok(std::path::absolute(path).unwrap_or_else(|_| path.into())),
+            _ => Err(format!("usage: {usage}")),
+        };
+        Ok(match verb.as_str() {
+            "help" | "--help" | "-h" => Verb::Help,
+            "job" => Verb::Job,
+            "prepare" => Verb::Prepare,
+            "build" => Verb::Build,
+            "test" => Verb::Test(strings),
+            "style" => Verb::Style,
+            "series" => Verb::Series(match strings.as_slice() {
                 [] => None,
-                [flag, name] if flag == "--patch" && write => Some(name.as_str()),
-                _ => {
-                    eprintln!("error: usage: ./x.py export [--patch NAME] | ./x.py check");
-                    return ExitCode::from(2);
-                }
-            };
-            commands::export(&project, &cache, write, new_patch).map(|drift| {
-                let mut unowned = false;
-                for d in &drift {
-                    match d {
-                        Drift::Patch(p) => println!(
-                            "[PATCH] {} {}",
-                            if write { "wrote" } else { "differs:" },
-                            p.display()
-                        ),
-                        Drift::NewFile(f) => {
-                            println!("[PATCH] {} {f}", if write { "copied" } else { "differs:" })
-                        }
-                        Drift::Unowned(f) => {
-                            unowned = true;
-                            println!("[PATCH] {f} is changed in the tree but no patch owns it")
-                        }
-                        Drift::NewFileUnnamed(f) => {
-                            unowned = true;
-                            println!(
-                                "[PATCH] {f} is a new file that no patch's `New-Files:` names; add \
-                                 it to the header of the patch that uses it"
-                            )
-                        }
-                        Drift::NewFileMissing(p, f) => {
-                            unowned = true;
-                            println!(
-                                "[PATCH] {} names the new file {f}, which the project lacks",
-                                p.display()
-                            )
-                        }
+                [check] if check == "--check" => Some(None),
+                [check, from, n] if check == "--check" && from == "--from" => Some(Some(n.clone())),
+                _ => return Err("usage: ./x.py series [--check [--from NNNN]]".into()),
+            }),
+            "fuzz" => Verb::Fuzz(strings),
+            "gpu-check" => Verb::GpuCheck,
+            "outside" => Verb::Outside,
+            "bench" => Verb::Bench(args),
+            "image" => Verb::Image(path("./x.py image PATH/host.out")?),
+            "manifest" => Verb::Manifest(path("./x.py manifest PATH")?),
+            "rustc" | "cargo" => Verb::Tool(verb, args),
+            "export" | "check" => {
+                let write = verb == "export";
+                let new_patch = match strings.as_slice() {
+                    [] => None,
+                    [flag, name] if flag == "--patch" && write => Some(name.clone()),
+                    _ => return Err("usage: ./x.py export [--patch NAME] | ./x.py check".into()),
+                };
+                Verb::Export { write, new_patch }
+            }
+            other => return Err(format!("unknown verb `{other}`; see ./x.py --help")),
+        })
+    }
+
+    /// Runs the verb; the exit code of the process.
+    fn run(self, project: &Path, cache: &Cache) -> Result<ExitCode> {
+        let done = |()| ExitCode::SUCCESS;
+        match self {
+            Verb::Help => {
+                print!("{HELP}");
+                Ok(ExitCode::SUCCESS)
+            }
+            Verb::Job => offload_x::job::run(project, cache).map(done),
+            Verb::Prepare => commands::prepare(project, cache).map(done),
+            Verb::Build => commands::build(project, cache).map(done),
+            Verb::Test(paths) => commands::test(project, cache, &paths).map(done),
+            Verb::Style => commands::prepare(project, cache)
+                .and_then(|()| offload_x::style::rustfmt(cache))
+                .and_then(|()| offload_x::style::tidy(project, cache))
+                .map(done),
+            Verb::Series(check) => {
+                commands::prepare(project, cache)?;
+                match check {
+                    None => commands::series_apply(project, cache),
+                    Some(from) => {
+                        offload_x::series::check_prefixes(project, cache, from.as_deref())
                     }
                 }
-                if drift.is_empty() {
-                    println!("[PATCH] tree and project agree");
-                    ExitCode::SUCCESS
-                } else if unowned && write {
-                    eprintln!(
-                        "error: [PATCH] give those files a patch: ./x.py export --patch \
-                         NNNN-<area>-<what> for upstream files, the patch's `New-Files:` field for \
-                         new ones"
-                    );
-                    ExitCode::FAILURE
-                } else if write {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::FAILURE
-                }
-            })
+                .map(done)
+            }
+            Verb::Fuzz(args) => commands::fuzz(project, cache, &args).map(done),
+            Verb::GpuCheck => offload_x::gpu_check::run(project, cache).map(|_| ExitCode::SUCCESS),
+            Verb::Outside => commands::build(project, cache)
+                .and_then(|()| offload_x::outside::check(project, cache))
+                .map(done),
+            Verb::Bench(args) => offload_x::bench::run(project, cache, args).map(done),
+            Verb::Image(path) => offload_x::job::print_image(cache, &path).map(done),
+            Verb::Manifest(path) => {
+                let text = offload_x::tools::dump_manifest(project, cache, &path)?;
+                print!("{text}");
+                Ok(ExitCode::SUCCESS)
+            }
+            Verb::Tool(program, args) => commands::run_tool(cache, &program, args)
+                .map(|status| ExitCode::from(status.code().map(|c| c as u8).unwrap_or(1))),
+            Verb::Export { write, new_patch } => {
+                commands::export(project, cache, write, new_patch.as_deref())
+                    .map(|drift| report_drift(&drift, write))
+            }
         }
-        other => {
-            eprintln!("error: unknown verb `{other}`; see ./x.py --help");
+    }
+}
+
+/// Prints what `export` (`write`) or `check` found; success when the tree and the project
+/// agree, or when `export` brought them together with nothing left without a patch.
+fn report_drift(drift: &[Drift], write: bool) -> ExitCode {
+    let mut unowned = false;
+    for d in drift {
+        match d {
+            Drift::Patch(p) => {
+                println!("[PATCH] {} {}", if write { "wrote" } else { "differs:" }, p.display())
+            }
+            Drift::NewFile(f) => {
+                println!("[PATCH] {} {f}", if write { "copied" } else { "differs:" })
+            }
+            Drift::Unowned(f) => {
+                unowned = true;
+                println!("[PATCH] {f} is changed in the tree but no patch owns it")
+            }
+            Drift::NewFileUnnamed(f) => {
+                unowned = true;
+                println!(
+                    "[PATCH] {f} is a new file that no patch's `New-Files:` names; add it to the \
+                     header of the patch that uses it"
+                )
+            }
+            Drift::NewFileMissing(p, f) => {
+                unowned = true;
+                println!("[PATCH] {} names the new file {f}, which the project lacks", p.display())
+            }
+        }
+    }
+    if drift.is_empty() {
+        println!("[PATCH] tree and project agree");
+        ExitCode::SUCCESS
+    } else if unowned && write {
+        eprintln!(
+            "error: [PATCH] give those files a patch: ./x.py export --patch NNNN-<area>-<what> \
+             for upstream files, the patch's `New-Files:` field for new ones"
+        );
+        ExitCode::FAILURE
+    } else if write {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn main() -> ExitCode {
+    let verb = match Verb::parse(std::env::args_os().skip(1).collect()) {
+        Ok(verb) => verb,
+        Err(usage) => {
+            eprintln!("error: {usage}");
             return ExitCode::from(2);
         }
     };
-    match result {
+    match verb.run(&offload_x::project::project_root(), &Cache::from_env()) {
         Ok(code) => code,
         Err(failure) => {
             eprintln!("{failure}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> std::result::Result<Verb, String> {
+        Verb::parse(args.iter().map(OsString::from).collect())
+    }
+
+    #[test]
+    fn no_verb_is_the_main_job() {
+        assert_eq!(parse(&[]), Ok(Verb::Job));
+    }
+
+    #[test]
+    fn verbs_take_their_arguments() {
+        assert_eq!(parse(&["series", "--check"]), Ok(Verb::Series(Some(None))));
+        assert_eq!(
+            parse(&["series", "--check", "--from", "0041"]),
+            Ok(Verb::Series(Some(Some("0041".into()))))
+        );
+        assert_eq!(
+            parse(&["export", "--patch", "0042-x-y"]),
+            Ok(Verb::Export { write: true, new_patch: Some("0042-x-y".into()) })
+        );
+        assert_eq!(parse(&["check"]), Ok(Verb::Export { write: false, new_patch: None }));
+        assert_eq!(parse(&["image", "/a/host.out"]), Ok(Verb::Image("/a/host.out".into())));
+        assert_eq!(
+            parse(&["cargo", "offload", "run"]),
+            Ok(Verb::Tool("cargo".into(), vec!["offload".into(), "run".into()]))
+        );
+    }
+
+    #[test]
+    fn wrong_arguments_give_the_usage() {
+        assert_eq!(
+            parse(&["frobnicate"]),
+            Err("unknown verb `frobnicate`; see ./x.py --help".into())
+        );
+        assert!(parse(&["check", "--patch", "x"]).unwrap_err().starts_with("usage: ./x.py export"));
+        assert!(parse(&["series", "--from", "1"]).unwrap_err().contains("series [--check"));
+        assert!(parse(&["manifest"]).unwrap_err().contains("manifest PATH"));
     }
 }

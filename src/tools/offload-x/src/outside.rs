@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::cache::Cache;
-use crate::commands::{cargo_with_plan, run_plan};
+use crate::toolchain::{cargo_with_plan, run_plan};
 use crate::ui::{Failure, Result, Timer, fail, say};
 
 const STEP: &str = "OUTSIDE";
@@ -41,9 +41,7 @@ pub fn pretty_name(os_release: &str) -> Option<String> {
 fn x_cargo(cache: &Cache, ws: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Output> {
     let (mut inside, plan) =
         cargo_with_plan(cache, ws, args.iter().map(OsString::from).collect(), &[])?;
-    let built = inside
-        .output()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    let built = crate::sysroot::output(STEP, &mut inside)?;
     if !built.status.success() {
         return fail(
             STEP,
@@ -89,33 +87,58 @@ fn expect(
 /// Runs the checks (see the module's documentation).
 pub fn check(project: &Path, cache: &Cache) -> Result<()> {
     let timer = Timer::start(STEP, "programs outside the sysroot: cargo offload run, bundles");
-    let machine = pretty_name(&fs::read_to_string("/etc/os-release").unwrap_or_default());
-    let sysroot = fs::read_to_string(cache.sysroot().join("etc/os-release"))
-        .or_else(|_| fs::read_to_string(cache.sysroot().join("usr/lib/os-release")))
-        .unwrap_or_default();
-    let (Some(machine), Some(sysroot)) = (machine, pretty_name(&sysroot)) else {
-        return fail(STEP, "no PRETTY_NAME in /etc/os-release of the machine or the sysroot");
-    };
-    let os_line = format!("os: {machine}");
-    // The root folder tells the machine from the sysroot even where both run one release.
-    let (own_root, sysroot_root) =
-        (root_identity(Path::new("/"))?, root_identity(&cache.sysroot())?);
-    if own_root == sysroot_root {
-        return fail(STEP, "the machine's root folder is the sysroot's");
-    }
-    let root_line = format!("root: {own_root}");
-    say(
-        STEP,
-        format!(
-            "this machine: {machine}, root {own_root}; the sysroot: {sysroot}, root {sysroot_root}"
-        ),
-    );
-
+    let machine = Machine::identify(cache)?;
     let work = cache.root.join("outside-test");
+    let ws = copy_workspace(project, &work)?;
+    check_run(cache, &ws, &machine)?;
+    check_bundle(cache, &ws, &work, &machine)?;
+    check_gpu_only_bundle(cache, &ws, &work)?;
+    timer.done();
+    Ok(())
+}
+
+/// What the test program prints of the machine it runs on, as this machine gives it.
+struct Machine {
+    /// `PRETTY_NAME` of this machine's `/etc/os-release`.
+    name: String,
+    /// The program's `os: ...` line.
+    os_line: String,
+    /// The program's `root: DEV:INODE` line.
+    root_line: String,
+}
+
+impl Machine {
+    /// This machine, told apart from the sysroot by its release and its root folder.
+    fn identify(cache: &Cache) -> Result<Machine> {
+        let machine = pretty_name(&fs::read_to_string("/etc/os-release").unwrap_or_default());
+        let sysroot = fs::read_to_string(cache.sysroot().join("etc/os-release"))
+            .or_else(|_| fs::read_to_string(cache.sysroot().join("usr/lib/os-release")))
+            .unwrap_or_default();
+        let (Some(name), Some(sysroot)) = (machine, pretty_name(&sysroot)) else {
+            return fail(STEP, "no PRETTY_NAME in /etc/os-release of the machine or the sysroot");
+        };
+        // The root folder tells the machine from the sysroot even where both run one release.
+        let (own_root, sysroot_root) =
+            (root_identity(Path::new("/"))?, root_identity(&cache.sysroot())?);
+        if own_root == sysroot_root {
+            return fail(STEP, "the machine's root folder is the sysroot's");
+        }
+        say(
+            STEP,
+            format!(
+                "this machine: {name}, root {own_root}; the sysroot: {sysroot}, root \
+                 {sysroot_root}"
+            ),
+        );
+        Ok(Machine { os_line: format!("os: {name}"), root_line: format!("root: {own_root}"), name })
+    }
+}
+
+/// The test workspace (`src/tools/offload-x/outside`) copied into `work/ws`, whose last copy
+/// goes but for its target folder (so that cargo rebuilds only what changed); its path.
+fn copy_workspace(project: &Path, work: &Path) -> Result<PathBuf> {
     let ws = work.join("ws");
     fs::create_dir_all(&ws).map_err(|e| io(&ws, e))?;
-    // The last run's copy goes, but for its target folder (so that cargo rebuilds only what
-    // changed).
     for entry in fs::read_dir(&ws).map_err(|e| io(&ws, e))?.flatten() {
         if entry.file_name() != "target" {
             let path = entry.path();
@@ -127,57 +150,75 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
         quote(&project.join("src/tools/offload-x/outside")),
         quote(&ws)
     ))?;
+    Ok(ws)
+}
 
-    // 1 and 2: `cargo offload run`.
-    let archs = "--offload-arch=host,sm_90";
-    let run = ["offload", "run", "--release", archs, "--", "1000", "7"];
-    let output = x_cargo(cache, &ws, &run, &[])?;
+/// The archs of the checks' builds: the CPU device and a GPU that this machine lacks.
+const ARCHS: &str = "--offload-arch=host,sm_90";
+
+/// What `OFFLOAD_REPORT=1` says of a launch that the CPU device ran.
+const RAN_ON_CPU: &str =
+    "ran on device 0 (generic-64bit, uid x86_64-0) from image 1 of 2 (x86_64-unknown-linux-gnu)";
+
+/// Checks 1 and 2: `cargo offload run` runs the program on this machine's own OS with its
+/// arguments and exit status, and reports devices only with `OFFLOAD_REPORT`.
+fn check_run(cache: &Cache, ws: &Path, machine: &Machine) -> Result<()> {
+    let Machine { os_line, root_line, .. } = machine;
+    let run = ["offload", "run", "--release", ARCHS, "--", "1000", "7"];
+    let output = x_cargo(cache, ws, &run, &[])?;
     let ok_1000 = "saxpy over 1000 elements: ok";
-    expect("cargo offload run", &output, 7, &[&os_line, &root_line, ok_1000], &[])?;
+    expect("cargo offload run", &output, 7, &[os_line, root_line, ok_1000], &[])?;
     if String::from_utf8_lossy(&output.stderr).contains("[offload report]") {
         return fail(STEP, "cargo offload run reported devices without OFFLOAD_REPORT");
     }
-    let output = x_cargo(cache, &ws, &run[..6], &[("OFFLOAD_REPORT", "1")])?;
-    let ran_on_cpu = "ran on device 0 (generic-64bit, uid x86_64-0) from image 1 of 2 \
-                      (x86_64-unknown-linux-gnu)";
-    expect("OFFLOAD_REPORT=1 cargo offload run", &output, 0, &[&root_line], &[ran_on_cpu])?;
+    let output = x_cargo(cache, ws, &run[..6], &[("OFFLOAD_REPORT", "1")])?;
+    expect("OFFLOAD_REPORT=1 cargo offload run", &output, 0, &[root_line], &[RAN_ON_CPU])?;
     say(STEP, format!("cargo offload run: `{os_line}`, results right, exit status 7 passed"));
+    Ok(())
+}
 
-    // 3: a bundle, from a fresh folder, with an empty environment but PATH.
+/// Runs `program` with `args` in an empty folder of `fresh`, with an empty environment but
+/// `PATH` (and `OFFLOAD_REPORT=1` with `report`).
+fn start_bare(fresh: &Path, program: &Path, args: &[&str], report: bool) -> Result<Output> {
+    let mut cmd = Command::new(program);
+    cmd.args(args).env_clear().env("PATH", "/usr/bin:/bin").current_dir(fresh.join("empty"));
+    if report {
+        cmd.env("OFFLOAD_REPORT", "1");
+    }
+    cmd.output().map_err(|e| Failure { step: STEP, message: format!("{}: {e}", program.display()) })
+}
+
+/// The first line that `program` with `args` prints.
+fn first_line(program: &Path, args: &[&OsStr]) -> Result<String> {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", program.display()) })?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    Ok(text.lines().next().unwrap_or("?").to_string())
+}
+
+/// Check 3: a bundle, copied to a fresh folder, runs with an empty environment but `PATH`, and
+/// loads only its own libraries.
+fn check_bundle(cache: &Cache, ws: &Path, work: &Path, machine: &Machine) -> Result<()> {
+    let Machine { name, os_line, root_line } = machine;
     let bundle = work.join("bundle");
     // The test's own folders: each run writes its bundles anew.
     for old in [&bundle, &work.join("bundle-sm_90")] {
         let _ = fs::remove_dir_all(old);
     }
-    let args = ["offload", "bundle", "--release", archs, "--out"];
-    x_cargo(cache, &ws, &[&args[..], &[bundle.to_str().unwrap()]].concat(), &[])?;
+    let args = ["offload", "bundle", "--release", ARCHS, "--out"];
+    x_cargo(cache, ws, &[&args[..], &[bundle.to_str().unwrap()]].concat(), &[])?;
     let fresh = Fresh(std::env::temp_dir().join(format!("offload-outside-{}", std::process::id())));
     let fresh = &fresh.0;
     let _ = fs::remove_dir_all(fresh);
     fs::create_dir_all(fresh.join("empty")).map_err(|e| io(fresh, e))?;
     shell(&format!("cp -a {} {}", quote(&bundle), quote(&fresh.join("bundle"))))?;
-    let start = |program: &Path, args: &[&str], report: bool| -> Result<Output> {
-        let mut cmd = Command::new(program);
-        cmd.args(args).env_clear().env("PATH", "/usr/bin:/bin").current_dir(fresh.join("empty"));
-        if report {
-            cmd.env("OFFLOAD_REPORT", "1");
-        }
-        cmd.output()
-            .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", program.display()) })
-    };
     let app = fresh.join("bundle/app");
-    let output = start(&app, &["2000", "5"], false)?;
-    expect("the bundle", &output, 5, &[&os_line, &root_line, "saxpy over 2000 elements: ok"], &[])?;
-    let output = start(&app, &[], true)?;
-    expect("OFFLOAD_REPORT=1 with the bundle", &output, 0, &[&root_line], &[ran_on_cpu])?;
-    let first_line = |program: &Path, args: &[&OsStr]| -> Result<String> {
-        let output = Command::new(program)
-            .args(args)
-            .output()
-            .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", program.display()) })?;
-        let text = String::from_utf8_lossy(&output.stdout).into_owned();
-        Ok(text.lines().next().unwrap_or("?").to_string())
-    };
+    let output = start_bare(fresh, &app, &["2000", "5"], false)?;
+    expect("the bundle", &output, 5, &[os_line, root_line, "saxpy over 2000 elements: ok"], &[])?;
+    let output = start_bare(fresh, &app, &[], true)?;
+    expect("OFFLOAD_REPORT=1 with the bundle", &output, 0, &[root_line], &[RAN_ON_CPU])?;
     // The bundle's `libc.so.6` prints its version when run by the bundle's loader (the
     // machine's would not load a newer C library).
     let lib = fresh.join("bundle/lib");
@@ -199,15 +240,21 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
     }
     let loader = first_line(&loader, &["--version".as_ref()])?;
     let own = first_line(Path::new("/usr/bin/ldd"), &["--version".as_ref()])?;
-    say(STEP, format!("the bundle ran on {machine} (its own C library: {own})"));
+    say(STEP, format!("the bundle ran on {name} (its own C library: {own})"));
     say(STEP, format!("  the bundle's C library: {libc}"));
     say(STEP, format!("  the bundle's loader lib/ld-linux-x86-64.so.2: {loader}"));
+    Ok(())
+}
 
-    // 4: only an sm_90 image: no device here can run the kernel.
+/// Check 4: a bundle with only an sm_90 image stops at its launch with the failed-launch line,
+/// since no device here can run the kernel.
+fn check_gpu_only_bundle(cache: &Cache, ws: &Path, work: &Path) -> Result<()> {
     let gpu_only = work.join("bundle-sm_90");
     let args = ["offload", "bundle", "--release", "--offload-arch=sm_90", "--out"];
-    x_cargo(cache, &ws, &[&args[..], &[gpu_only.to_str().unwrap()]].concat(), &[])?;
-    let output = start(&gpu_only.join("app"), &[], true)?;
+    x_cargo(cache, ws, &[&args[..], &[gpu_only.to_str().unwrap()]].concat(), &[])?;
+    let fresh = Fresh(std::env::temp_dir().join(format!("offload-sm90-{}", std::process::id())));
+    fs::create_dir_all(fresh.0.join("empty")).map_err(|e| io(&fresh.0, e))?;
+    let output = start_bare(&fresh.0, &gpu_only.join("app"), &[], true)?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     let failed = stderr
         .lines()
@@ -225,7 +272,6 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
         );
     }
     say(STEP, "the sm_90-only bundle stops at the launch with the failed-launch line");
-    timer.done();
     Ok(())
 }
 

@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::cache::Cache;
-use crate::commands::bootstrap_toml;
 use crate::materialize::{self, Drift, Patch};
+use crate::project::bootstrap_toml;
 use crate::sysroot::Enter;
 use crate::ui::{Failure, Result, fail, run_captured, say};
 use crate::upstream::{BASE_BRANCH, git};
@@ -71,32 +71,7 @@ pub fn check_path(rel: &str) -> Option<String> {
 /// ([`materialize::header_problem`]), or when new files and `New-Files:` fields disagree.
 pub fn build(project: &Path, cache: &Cache) -> Result<Vec<SeriesCommit>> {
     let patches = materialize::patches(project)?;
-    let problems = materialize::new_file_drift(project, &patches)?;
-    if let Some(problem) = problems.first() {
-        let what = match problem {
-            Drift::NewFileUnnamed(f) => format!(
-                "{f} is a new file that no patch's `New-Files:` names; add it to the header of \
-                 the patch that uses it"
-            ),
-            Drift::NewFileMissing(p, f) => {
-                format!("{} names the new file {f}, which the project lacks", p.display())
-            }
-            other => format!("{other:?}"),
-        };
-        return fail(STEP, what);
-    }
-    for patch in &patches {
-        if let Some(problem) = materialize::header_problem(&patch.header) {
-            return fail(
-                STEP,
-                format!(
-                    "{}: {problem}; fill in its header (src/doc/patches.md, \"The header says \
-                     why\")",
-                    patch.path.display()
-                ),
-            );
-        }
-    }
+    refuse_unready(project, &patches)?;
     let new_files = materialize::new_files(project)?;
     let index = cache.root.join("series.index");
     let _ = fs::remove_file(&index);
@@ -167,6 +142,38 @@ pub fn build(project: &Path, cache: &Cache) -> Result<Vec<SeriesCommit>> {
     Ok(commits)
 }
 
+/// Fails, naming the patch or file, when new files and `New-Files:` fields disagree or a
+/// header is not filled in ([`materialize::header_problem`]).
+fn refuse_unready(project: &Path, patches: &[Patch]) -> Result<()> {
+    let problems = materialize::new_file_drift(project, patches)?;
+    if let Some(problem) = problems.first() {
+        let what = match problem {
+            Drift::NewFileUnnamed(f) => format!(
+                "{f} is a new file that no patch's `New-Files:` names; add it to the header of \
+                 the patch that uses it"
+            ),
+            Drift::NewFileMissing(p, f) => {
+                format!("{} names the new file {f}, which the project lacks", p.display())
+            }
+            other => format!("{other:?}"),
+        };
+        return fail(STEP, what);
+    }
+    for patch in patches {
+        if let Some(problem) = materialize::header_problem(&patch.header) {
+            return fail(
+                STEP,
+                format!(
+                    "{}: {problem}; fill in its header (src/doc/patches.md, \"The header says \
+                     why\")",
+                    patch.path.display()
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or(path.to_path_buf())
 }
@@ -197,98 +204,24 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
     let commits = build(project, cache)?;
     let start = match from {
         None => 0,
-        Some(name) => {
-            let matching: Vec<usize> =
-                (0..commits.len()).filter(|&i| commits[i].name.starts_with(name)).collect();
-            match matching.as_slice() {
-                [i] => *i,
-                [] => return fail(STEP, format!("no patch of the series is named `{name}...`")),
-                _ => {
-                    return fail(
-                        STEP,
-                        format!("`{name}` names more than one patch; give more of its name"),
-                    );
-                }
-            }
-        }
+        Some(name) => named_commit(&commits, name)?,
     };
     let tree = series_tree(cache);
-    let index = cache.root.join("series/index");
     fs::create_dir_all(&tree).map_err(|e| Failure {
         step: STEP,
         message: format!("cannot create {}: {e}", tree.display()),
     })?;
-    // The main tree's configuration, with a build folder of its own; incremental, as the same
-    // crates are checked again after each patch.
-    let config = String::from_utf8_lossy(&bootstrap_toml(project, cache)?).replace(
-        &format!("build-dir = \"{}\"", cache.build().display()),
-        &format!("build-dir = \"{}\"", cache.root.join("series/build").display()),
-    );
-    let config = config.replace("incremental = false", "incremental = true");
-    if !config.contains("series/build") {
-        return fail(STEP, "config.example.toml no longer sets `build-dir`; update series.rs");
-    }
-    // The prefixes that passed, by commit and checked paths: a commit names its whole tree, so
-    // an unchanged prefix needs no second check. The record is kept only while what else the
-    // check depends on is unchanged: the bootstrap configuration, the sysroot's packages (its
-    // completion stamp), the stage-0 toolchain and this check's own scheme. `--from` checks
-    // again regardless.
-    let passed_path = cache.root.join("series/passed");
-    let config_line = format!("config {:016x}\n", {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::hash::DefaultHasher::new();
-        CHECK_SCHEME.hash(&mut hasher);
-        config.hash(&mut hasher);
-        fs::read(cache.sysroot_stamp()).unwrap_or_default().hash(&mut hasher);
-        crate::cache::stage0_toolchain().hash(&mut hasher);
-        fs::read(
-            crate::cache::stage0_toolchain().join("lib/rustlib/multirust-channel-manifest.toml"),
-        )
-        .unwrap_or_default()
-        .hash(&mut hasher);
-        hasher.finish()
-    });
-    let mut passed = fs::read_to_string(&passed_path).unwrap_or_default();
-    if !passed.starts_with(&config_line) {
-        passed = config_line;
-    }
-    let key = |commit: &SeriesCommit| format!("{} {}", commit.commit, commit.check_paths.join(" "));
-    let record = |passed: &mut String, commit: &SeriesCommit| -> Result<()> {
-        passed.push_str(&key(commit));
-        passed.push('\n');
-        fs::write(&passed_path, &passed).map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot write {}: {e}", passed_path.display()),
-        })
-    };
+    let config = series_config(project, cache)?;
+    let mut passed = Passed::load(cache, &config);
     for commit in &commits[start..] {
-        if from.is_none() && passed.lines().any(|line| line == key(commit)) {
+        if from.is_none() && passed.contains(commit) {
             say(STEP, format!("{}: checked before, unchanged", commit.name));
             continue;
         }
-        // `read-tree -u --reset` rewrites only the files that differ from the last checkout, so
-        // cargo sees unchanged crates as unchanged.
-        let mut checkout = std::process::Command::new("git");
-        checkout
-            .arg("--git-dir")
-            .arg(cache.tree_git())
-            .arg("--work-tree")
-            .arg(&tree)
-            .current_dir(&tree)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_INDEX_FILE", &index)
-            .args(["read-tree", "-u", "--reset", &commit.commit]);
-        run_captured(STEP, &mut checkout)?;
-        let toml = tree.join("bootstrap.toml");
-        if fs::read_to_string(&toml).ok().as_deref() != Some(config.as_str()) {
-            fs::write(&toml, &config).map_err(|e| Failure {
-                step: STEP,
-                message: format!("cannot write {}: {e}", toml.display()),
-            })?;
-        }
+        check_out(cache, &tree, commit, &config)?;
         if commit.check_paths.is_empty() {
             say(STEP, format!("{}: changes nothing that builds", commit.name));
-            record(&mut passed, commit)?;
+            passed.record(commit)?;
             continue;
         }
         say(STEP, format!("{}: x.py check {}", commit.name, commit.check_paths.join(" ")));
@@ -297,9 +230,7 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
             .arg("x.py")
             .args(["check", "--stage", "1"])
             .args(commit.check_paths.iter().map(String::as_str))
-            .command(cache)?
-            .status()
-            .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+            .status(cache, STEP)?;
         if !status.success() {
             return fail(
                 STEP,
@@ -312,7 +243,7 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
             );
         }
         say(STEP, format!("{}: builds ({:.0} s)", commit.name, started.elapsed().as_secs_f64()));
-        record(&mut passed, commit)?;
+        passed.record(commit)?;
     }
     match from {
         None => say(STEP, format!("every prefix of the series builds ({} patches)", commits.len())),
@@ -326,4 +257,107 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
         ),
     }
     Ok(())
+}
+
+/// The index in `commits` of the one patch whose name starts with `name`.
+fn named_commit(commits: &[SeriesCommit], name: &str) -> Result<usize> {
+    let matching: Vec<usize> =
+        (0..commits.len()).filter(|&i| commits[i].name.starts_with(name)).collect();
+    match matching.as_slice() {
+        [i] => Ok(*i),
+        [] => fail(STEP, format!("no patch of the series is named `{name}...`")),
+        _ => fail(STEP, format!("`{name}` names more than one patch; give more of its name")),
+    }
+}
+
+/// The bootstrap configuration of the second tree: the main tree's, with a build folder of its
+/// own, and incremental, as the same crates are checked again after each patch.
+fn series_config(project: &Path, cache: &Cache) -> Result<String> {
+    let config = String::from_utf8_lossy(&bootstrap_toml(project, cache)?).replace(
+        &format!("build-dir = \"{}\"", cache.build().display()),
+        &format!("build-dir = \"{}\"", cache.root.join("series/build").display()),
+    );
+    let config = config.replace("incremental = false", "incremental = true");
+    if !config.contains("series/build") {
+        return fail(STEP, "config.example.toml no longer sets `build-dir`; update series.rs");
+    }
+    Ok(config)
+}
+
+/// Checks `commit` out into the second tree `tree`, with the configuration `config`.
+/// `read-tree -u --reset` rewrites only the files that differ from the last checkout, so cargo
+/// sees unchanged crates as unchanged.
+fn check_out(cache: &Cache, tree: &Path, commit: &SeriesCommit, config: &str) -> Result<()> {
+    let mut checkout = std::process::Command::new("git");
+    checkout
+        .arg("--git-dir")
+        .arg(cache.tree_git())
+        .arg("--work-tree")
+        .arg(tree)
+        .current_dir(tree)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_INDEX_FILE", cache.root.join("series/index"))
+        .args(["read-tree", "-u", "--reset", &commit.commit]);
+    run_captured(STEP, &mut checkout)?;
+    let toml = tree.join("bootstrap.toml");
+    if fs::read_to_string(&toml).ok().as_deref() != Some(config) {
+        fs::write(&toml, config).map_err(|e| Failure {
+            step: STEP,
+            message: format!("cannot write {}: {e}", toml.display()),
+        })?;
+    }
+    Ok(())
+}
+
+/// The prefixes that passed, by commit and checked paths (`<cache>/series/passed`): a commit
+/// names its whole tree, so an unchanged prefix needs no second check. The record is kept only
+/// while what else the check depends on is unchanged: the bootstrap configuration, the
+/// sysroot's packages (its completion stamp), the stage-0 toolchain and this check's own
+/// scheme (its first line hashes them). `--from` checks again regardless.
+struct Passed {
+    path: PathBuf,
+    text: String,
+}
+
+impl Passed {
+    fn load(cache: &Cache, config: &str) -> Passed {
+        let config_line = format!("config {:016x}\n", {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::hash::DefaultHasher::new();
+            CHECK_SCHEME.hash(&mut hasher);
+            config.hash(&mut hasher);
+            fs::read(cache.sysroot_stamp()).unwrap_or_default().hash(&mut hasher);
+            crate::cache::stage0_toolchain().hash(&mut hasher);
+            fs::read(
+                crate::cache::stage0_toolchain()
+                    .join("lib/rustlib/multirust-channel-manifest.toml"),
+            )
+            .unwrap_or_default()
+            .hash(&mut hasher);
+            hasher.finish()
+        });
+        let path = cache.root.join("series/passed");
+        let mut text = fs::read_to_string(&path).unwrap_or_default();
+        if !text.starts_with(&config_line) {
+            text = config_line;
+        }
+        Passed { path, text }
+    }
+
+    fn key(commit: &SeriesCommit) -> String {
+        format!("{} {}", commit.commit, commit.check_paths.join(" "))
+    }
+
+    fn contains(&self, commit: &SeriesCommit) -> bool {
+        self.text.lines().any(|line| line == Passed::key(commit))
+    }
+
+    fn record(&mut self, commit: &SeriesCommit) -> Result<()> {
+        self.text.push_str(&Passed::key(commit));
+        self.text.push('\n');
+        fs::write(&self.path, &self.text).map_err(|e| Failure {
+            step: STEP,
+            message: format!("cannot write {}: {e}", self.path.display()),
+        })
+    }
 }

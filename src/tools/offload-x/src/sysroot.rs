@@ -9,7 +9,7 @@
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus, Output};
 
 use crate::cache::{Cache, stage0_toolchain};
 use crate::fetch::apt_mirrors;
@@ -97,11 +97,8 @@ fn install_missing(cache: &Cache, stamp: &str) -> Result<()> {
          apt-get install -y -q --no-install-recommends {} >/dev/null",
         missing.join(" ")
     );
-    let status = Enter::new(cache, &cache.root, "/bin/sh")
-        .args(["-c", &script])
-        .command(cache)?
-        .status()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot start unshare: {e}") })?;
+    let status =
+        Enter::new(cache, &cache.root, "/bin/sh").args(["-c", &script]).status(cache, STEP)?;
     if !status.success() {
         return fail(
             STEP,
@@ -222,6 +219,18 @@ impl Enter {
         binds
     }
 
+    /// Runs this inside `cache`'s sysroot to its end, with the caller's standard streams; its
+    /// exit status. A failure to start `unshare` is a [`Failure`] of `step`.
+    pub fn status(&self, cache: &Cache, step: &'static str) -> Result<ExitStatus> {
+        status(step, &mut self.command(cache)?)
+    }
+
+    /// Runs this inside `cache`'s sysroot to its end, capturing its standard output and error.
+    /// A failure to start `unshare` is a [`Failure`] of `step`.
+    pub fn output(&self, cache: &Cache, step: &'static str) -> Result<Output> {
+        output(step, &mut self.command(cache)?)
+    }
+
     /// The `unshare` command that runs this inside `cache`'s sysroot.
     pub fn command(&self, cache: &Cache) -> Result<Command> {
         let root = cache.sysroot();
@@ -272,6 +281,23 @@ impl Enter {
         cmd.arg(&self.cwd).arg(&self.program).args(&self.args);
         Ok(cmd)
     }
+}
+
+/// Runs `cmd`, an [`Enter::command`] that a caller completed (with a run plan, say), with the
+/// caller's standard streams; its exit status. A failure to start `unshare` is a [`Failure`] of
+/// `step`.
+pub fn status(step: &'static str, cmd: &mut Command) -> Result<ExitStatus> {
+    cmd.status().map_err(|e| cannot_start(step, e))
+}
+
+/// As [`status`], capturing the command's standard output and error.
+pub fn output(step: &'static str, cmd: &mut Command) -> Result<Output> {
+    cmd.output().map_err(|e| cannot_start(step, e))
+}
+
+/// The failure of a command that enters the sysroot and could not start.
+pub fn cannot_start(step: &'static str, e: std::io::Error) -> Failure {
+    Failure { step, message: format!("cannot start unshare: {e}") }
 }
 
 /// Quotes `s` for a POSIX shell.

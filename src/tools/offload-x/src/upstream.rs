@@ -10,7 +10,7 @@
 //! as a tarball source and takes the compiler's commit from `git-commit-info`.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cache::Cache;
@@ -51,10 +51,6 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     if is_ready(cache) {
         return Ok(());
     }
-    let io = |e: std::io::Error, what: &Path| Failure {
-        step: STEP,
-        message: format!("{}: {e}", what.display()),
-    };
     for stale in [cache.tree(), cache.tree_git(), cache.root.join("tree.tmp")] {
         if stale.exists() {
             say(STEP, format!("discarding the incomplete {}", stale.display()));
@@ -64,15 +60,33 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     let _ = fs::remove_file(cache.materialized_list());
     let tmp = cache.root.join("tree.tmp");
     fs::create_dir_all(&tmp).map_err(|e| io(e, &tmp))?;
+    let src = unpack(cache, &tmp)?;
+    apply_debian_series(&src)?;
+    prepare_as_debian_rules(&src)?;
+    fs::rename(&src, cache.tree()).map_err(|e| io(e, &src))?;
+    let _ = fs::remove_dir_all(&tmp);
+    record_base_commit(cache)
+}
 
+/// A failure of this step on the file `what`.
+fn io(e: std::io::Error, what: &Path) -> Failure {
+    Failure { step: STEP, message: format!("{}: {e}", what.display()) }
+}
+
+/// Unpacks the upstream and Debian tarballs into `tmp`; the source folder.
+fn unpack(cache: &Cache, tmp: &Path) -> Result<PathBuf> {
     let timer = Timer::start(STEP, "unpacking the upstream source (about 20 s)");
     let orig = cache.downloads().join(SOURCE_FILES[0].name);
     let debian = cache.downloads().join(SOURCE_FILES[1].name);
-    run_captured(STEP, Command::new("tar").arg("-xf").arg(&orig).arg("-C").arg(&tmp))?;
+    run_captured(STEP, Command::new("tar").arg("-xf").arg(&orig).arg("-C").arg(tmp))?;
     let src = tmp.join(ORIG_TOP_DIR);
     run_captured(STEP, Command::new("tar").arg("-xf").arg(&debian).arg("-C").arg(&src))?;
     timer.done();
+    Ok(src)
+}
 
+/// Applies `debian/patches/series` to `src`, as `dpkg-source` would.
+fn apply_debian_series(src: &Path) -> Result<()> {
     let timer = Timer::start(STEP, "applying Debian's patch series");
     let series = fs::read_to_string(src.join("debian/patches/series"))
         .map_err(|e| io(e, &src.join("debian/patches/series")))?;
@@ -85,7 +99,7 @@ pub fn ensure(cache: &Cache) -> Result<()> {
         let out = Command::new("patch")
             .args(["-p1", "-s", "-N", "--no-backup-if-mismatch", "-i"])
             .arg(&patch)
-            .current_dir(&src)
+            .current_dir(src)
             .output()
             .map_err(|e| io(e, &patch))?;
         if !out.status.success() {
@@ -99,7 +113,12 @@ pub fn ensure(cache: &Cache) -> Result<()> {
         }
     }
     timer.done();
+    Ok(())
+}
 
+/// What `debian/rules` does to the source before a build: the workspaces' `Cargo.lock` set
+/// aside, the vendored crates' checksums of pruned files removed.
+fn prepare_as_debian_rules(src: &Path) -> Result<()> {
     let timer = Timer::start(
         STEP,
         "debian/rules preparation (Cargo.lock aside, vendored checksums pruned)",
@@ -123,10 +142,11 @@ pub fn ensure(cache: &Cache) -> Result<()> {
         Command::new("python3").arg(src.join("debian/prune-checksums")).args(&checksums),
     )?;
     timer.done();
+    Ok(())
+}
 
-    fs::rename(&src, cache.tree()).map_err(|e| io(e, &src))?;
-    let _ = fs::remove_dir_all(&tmp);
-
+/// Records the prepared tree as the first commit of [`BASE_BRANCH`] in the tree's git folder.
+fn record_base_commit(cache: &Cache) -> Result<()> {
     let timer = Timer::start(STEP, "recording the base commit (about 40 s)");
     run_captured(
         STEP,

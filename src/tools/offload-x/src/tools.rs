@@ -1,0 +1,123 @@
+//! Our Rust tools that the harness builds from upstream's vendored crates, offline, with the
+//! rustup 1.95.0 toolchain (`src/tools/cargo-offload`, `offload-manifest`, `offload-report`):
+//! building, installing beside the stage-1 toolchain, and testing them.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cache::{Cache, offload_tools_bin, stage0_toolchain};
+use crate::ui::{Failure, Result, fail};
+use crate::upstream;
+
+/// `cargo ARGS` of the rustup 1.95.0 toolchain for `src/tools/offload-manifest`, offline, with
+/// crates.io replaced by upstream's `vendor/` in the materialized tree.
+fn manifest_tool_cargo(project: &Path, cache: &Cache, args: &[&str]) -> Command {
+    tool_cargo(project, cache, "offload-manifest", args)
+}
+
+/// `cargo ARGS` of the rustup 1.95.0 toolchain for `src/tools/<tool>`, offline, against
+/// upstream's vendored crates.
+fn tool_cargo(project: &Path, cache: &Cache, tool: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(stage0_toolchain().join("bin/cargo"));
+    cmd.args(args)
+        .arg("--manifest-path")
+        .arg(project.join("src/tools").join(tool).join("Cargo.toml"))
+        .args([
+            "--offline",
+            "--quiet",
+            "--config",
+            "source.crates-io.replace-with='vendored'",
+            "--config",
+        ])
+        .arg(format!("source.vendored.directory='{}'", cache.tree().join("vendor").display()))
+        .env("CARGO_TARGET_DIR", cache.root.join("tools-target"))
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    cmd
+}
+
+/// Builds `src/tools/offload-manifest` (the manifest printer); returns its path.
+pub fn manifest_tool(project: &Path, cache: &Cache) -> Result<PathBuf> {
+    if !upstream::is_ready(cache) {
+        return fail(
+            "JOB",
+            "the manifest printer builds from upstream's vendored crates: run `./x.py build` first",
+        );
+    }
+    crate::ui::run_captured(
+        "JOB",
+        &mut manifest_tool_cargo(project, cache, &["build", "--release"]),
+    )?;
+    Ok(cache.root.join("tools-target/release/offload-manifest"))
+}
+
+/// The text dump of the manifest at `path` (see `src/tools/offload-manifest`).
+pub fn dump_manifest(project: &Path, cache: &Cache, path: &Path) -> Result<String> {
+    let tool = manifest_tool(project, cache)?;
+    let out = crate::ui::run_captured("JOB", Command::new(&tool).arg(path))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Builds `src/tools/cargo-offload` and installs it in [`offload_tools_bin`]. The binary is
+/// built on this machine and runs inside the sysroot, whose C library is newer. Returns the
+/// installed path.
+pub fn install_cargo_offload(project: &Path, cache: &Cache) -> Result<PathBuf> {
+    if !upstream::is_ready(cache) {
+        return fail(
+            "BUILD",
+            "cargo offload builds from upstream's vendored crates: run `./x.py build` first",
+        );
+    }
+    crate::ui::run_captured(
+        "BUILD",
+        &mut tool_cargo(project, cache, "cargo-offload", &["build", "--release"]),
+    )?;
+    crate::ui::run_captured(
+        "BUILD",
+        &mut tool_cargo(project, cache, "offload-report", &["build", "--release"]),
+    )?;
+    let release = cache.root.join("tools-target/release");
+    let installed = offload_tools_bin(cache).join("cargo-offload");
+    let report = offload_tools_bin(cache).join("../lib/liboffload_report.so");
+    for (built, installed) in [
+        (release.join("cargo-offload"), &installed),
+        (release.join("liboffload_report.so"), &report),
+    ] {
+        if fs::read(installed).ok() != fs::read(&built).ok() {
+            fs::create_dir_all(installed.parent().unwrap())
+                .and_then(|()| fs::copy(&built, installed))
+                .map_err(|e| Failure {
+                    step: "BUILD",
+                    message: format!("cannot install {}: {e}", installed.display()),
+                })?;
+        }
+    }
+    Ok(installed)
+}
+
+/// Runs the tests of `src/tools/cargo-offload` (its argument parsing, manifest merging, run
+/// plans and bundles) and of `src/tools/offload-report`.
+pub fn test_cargo_offload(project: &Path, cache: &Cache) -> Result<()> {
+    for tool in ["cargo-offload", "offload-report"] {
+        let status = tool_cargo(project, cache, tool, &["test"])
+            .status()
+            .map_err(|e| Failure { step: "TEST", message: format!("cannot run cargo: {e}") })?;
+        if !status.success() {
+            return fail("TEST", format!("{tool} tests failed; their output is above"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the manifest printer's own tests.
+pub fn test_manifest_tool(project: &Path, cache: &Cache) -> Result<()> {
+    let status = manifest_tool_cargo(project, cache, &["test"])
+        .status()
+        .map_err(|e| Failure { step: "TEST", message: format!("cannot run cargo: {e}") })?;
+    if !status.success() {
+        return fail("TEST", "offload-manifest tests failed; their output is above");
+    }
+    Ok(())
+}
