@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use offload_manifest_format::{Kernel, Manifest};
 use serde_json::Value;
 
 use crate::args::Arch;
-use crate::manifests::read_manifest;
 use crate::util::{Failure, Result, fail, write_if_changed};
 use crate::workspace::{Program, Workspace};
 
@@ -122,13 +122,13 @@ impl ImageBuilder {
 pub(crate) fn image_builder(
     dir: &Path,
     ws: &Workspace,
-    manifest: &Value,
+    manifest: &Manifest,
     features: &BTreeMap<String, BTreeSet<String>>,
     roots: &[PathBuf],
 ) -> Result<ImageBuilder> {
     let mut programs = BTreeSet::new();
     let mut libraries = BTreeSet::new();
-    for kernel in manifest["kernels"].as_array().into_iter().flatten() {
+    for kernel in &manifest.kernels {
         for krate in kernel_crates(ws, manifest, kernel)? {
             if ws.libraries.contains_key(&krate) {
                 libraries.insert(krate);
@@ -159,30 +159,31 @@ pub(crate) fn image_builder(
     // library outside it (also a dependency that the program's code never names) launches its
     // kernels for other programs.
     let mut kernels = Vec::new();
-    for kernel in manifest["kernels"].as_array().into_iter().flatten() {
-        let by = kernel["launched_by"].as_array().into_iter().flatten().filter_map(Value::as_str);
-        let by: Vec<&str> = by.collect();
-        if by.iter().any(|c| reach.contains(*c)) {
+    for kernel in &manifest.kernels {
+        let by = &kernel.launched_by;
+        if by.iter().any(|c| reach.contains(c)) {
             kernels.push(kernel.clone());
-        } else if let Some(other) = by.iter().find(|c| !ws.libraries.contains_key(**c)) {
+        } else if let Some(other) = by.iter().find(|c| !ws.libraries.contains_key(*c)) {
             // Another program, a test or a bench of the build launches it.
             return fail(format!(
                 "the crate `{other}` launches the kernel `{}`, but the program `{krate}` \
                  defines kernels and builds the device images, which serve only it: build one \
                  program at a time (`--bin NAME`, `--example NAME` or `-p PACKAGE`)",
-                kernel["kernel"].as_str().unwrap_or("?")
+                kernel.kernel
             ));
         }
     }
-    let mut own = manifest.clone();
-    own["crate"] = Value::from(krate.as_str());
     // Its device pass compiles every dependency of the package, also one that its host code
     // never names and that is therefore not in its graph.
     reach.extend(program.dependencies.iter().cloned());
-    own["crate_graph"] = Value::from(reach.into_iter().collect::<Vec<_>>());
-    own["kernels"] = Value::from(kernels);
+    let own = Manifest {
+        krate: krate.clone(),
+        crate_graph: reach.into_iter().collect(),
+        kernels,
+        ..manifest.clone()
+    };
     let path = image.join(format!("manifest-{krate}.json"));
-    write_if_changed(&path, serde_json::to_string_pretty(&own).unwrap().as_bytes())?;
+    write_if_changed(&path, offload_manifest_format::to_string_pretty(&own).as_bytes())?;
     Ok(ImageBuilder::Program {
         program: program.clone(),
         features: features.get(&krate).cloned().unwrap_or_default(),
@@ -194,10 +195,9 @@ pub(crate) fn image_builder(
 /// The crate graph that the root manifest of crate `krate` (one of `roots`) records.
 fn root_graph(roots: &[PathBuf], krate: &str) -> Result<BTreeSet<String>> {
     for path in roots {
-        let m = read_manifest(path)?;
-        if m["crate"].as_str() == Some(krate) {
-            let graph = m["crate_graph"].as_array().into_iter().flatten();
-            return Ok(graph.filter_map(Value::as_str).map(str::to_string).collect());
+        let m = offload_manifest_format::read(path)?;
+        if m.krate == krate {
+            return Ok(m.crate_graph.into_iter().collect());
         }
     }
     fail(format!(
@@ -213,7 +213,7 @@ fn root_graph(roots: &[PathBuf], krate: &str) -> Result<BTreeSet<String>> {
 fn write_image_crate<'a>(
     image: &Path,
     ws: &Workspace,
-    manifest: &Value,
+    manifest: &Manifest,
     features: &BTreeMap<String, BTreeSet<String>>,
     libraries: impl Iterator<Item = &'a String>,
 ) -> Result<()> {
@@ -246,7 +246,7 @@ fn write_image_crate<'a>(
         ));
         lib.push_str(&format!("extern crate {krate};\n"));
     }
-    let text = serde_json::to_string_pretty(manifest).unwrap();
+    let text = offload_manifest_format::to_string_pretty(manifest);
     write_if_changed(&image.join("Cargo.toml"), toml.as_bytes())?;
     write_if_changed(&image.join("lib.rs"), lib.as_bytes())?;
     write_if_changed(&image.join("manifest.json"), text.as_bytes())?;
@@ -267,12 +267,9 @@ fn write_image_crate<'a>(
 /// `rustc_offload_kernel` (1.95 style code defines its kernels beside their launches) and every
 /// workspace library of the crate graph, one of which must define it (the device pass names a
 /// link name that none defines).
-fn kernel_crates(ws: &Workspace, manifest: &Value, kernel: &Value) -> Result<Vec<String>> {
-    let text = kernel["kernel"].as_str().unwrap_or("?");
-    let names = |v: &Value| -> Vec<String> {
-        v.as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
-    };
-    if let Some(krate) = kernel["item"]["crate"].as_str() {
+fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result<Vec<String>> {
+    let text = &kernel.kernel;
+    if let Some(krate) = kernel.defining_crate() {
         if !ws.libraries.contains_key(krate) && !ws.programs.contains_key(krate) {
             return fail(format!(
                 "kernel `{text}` is defined in crate `{krate}`, which is not a crate of this \
@@ -283,23 +280,22 @@ fn kernel_crates(ws: &Workspace, manifest: &Value, kernel: &Value) -> Result<Vec
         }
         return Ok(vec![krate.to_string()]);
     }
-    let launchers = names(&kernel["launched_by"]);
+    let launchers = &kernel.launched_by;
     let libraries: Vec<String> =
         launchers.iter().filter(|c| ws.libraries.contains_key(*c)).cloned().collect();
     if !libraries.is_empty() {
         return Ok(libraries);
     }
     let mut crates: Vec<String> = launchers
-        .into_iter()
+        .iter()
         .filter(|c| {
-            ws.programs.get(c).is_some_and(|p| {
+            ws.programs.get(*c).is_some_and(|p| {
                 fs::read_to_string(&p.root).is_ok_and(|s| s.contains("rustc_offload_kernel"))
             })
         })
+        .cloned()
         .collect();
-    crates.extend(
-        names(&manifest["crate_graph"]).into_iter().filter(|c| ws.libraries.contains_key(c)),
-    );
+    crates.extend(manifest.crate_graph.iter().filter(|c| ws.libraries.contains_key(*c)).cloned());
     if crates.is_empty() {
         return fail(format!(
             "kernel `{text}` is declared in an `extern` block (the 1.95 style) and no crate of \
@@ -360,10 +356,43 @@ fn toml_string(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use offload_manifest_format::{FORMAT_VERSION, ItemPath, MAGIC};
     use serde_json::json;
 
     use super::*;
     use crate::util::strings;
+
+    /// A manifest of crate `krate` with `graph` and `kernels`.
+    fn manifest_of(krate: &str, graph: &[&str], kernels: Vec<Kernel>) -> Manifest {
+        Manifest {
+            magic: MAGIC.to_string(),
+            format_version: FORMAT_VERSION,
+            rustc_commit: "c".to_string(),
+            krate: krate.to_string(),
+            crate_graph: strings(graph),
+            kernels,
+        }
+    }
+
+    /// The kernel `text` defined in crate `item` (by identity), or declared (by link name)
+    /// when `item` is `None`, and launched by `launched_by`.
+    fn kernel(text: &str, item: Option<&str>, launched_by: &[&str]) -> Kernel {
+        let item = item.map(|krate| ItemPath {
+            krate: krate.to_string(),
+            crate_source: "0123456789abcdef".to_string(),
+            path: Vec::new(),
+        });
+        Kernel {
+            kernel: text.to_string(),
+            args: item.as_ref().map(|_| Vec::new()),
+            definition: item.as_ref().map(|_| "fedcba9876543210".to_string()),
+            link_name: if item.is_none() { Some(text.to_string()) } else { None },
+            item,
+            symbol: text.to_string(),
+            params: Vec::new(),
+            launched_by: strings(launched_by),
+        }
+    }
 
     /// A workspace with `libraries` and the programs `app` (a `bin` whose root file is
     /// `app_root`) and `guide` (a `cdylib` that defines 1.95-style kernels, root `guide_root`).
@@ -404,29 +433,27 @@ mod tests {
     fn kernels_pick_the_crates_that_define_them() {
         let (dir, app, guide) = scratch("kernel-crates");
         let ws = workspace(&["kern", "k195", "host_only"], &app, &guide);
-        let manifest = json!({"crate_graph": ["app", "k195", "host_only", "core"]});
-        let defined = json!({"kernel": "kern::k", "item": {"crate": "kern"}});
+        let manifest = manifest_of("app", &["app", "k195", "host_only", "core"], Vec::new());
+        let defined = kernel("kern::k", Some("kern"), &[]);
         assert_eq!(kernel_crates(&ws, &manifest, &defined).ok(), Some(vec!["kern".to_string()]));
-        let in_program = json!({"kernel": "app::k", "item": {"crate": "app"}});
+        let in_program = kernel("app::k", Some("app"), &[]);
         assert_eq!(kernel_crates(&ws, &manifest, &in_program).ok(), Some(vec!["app".to_string()]));
-        let outside = json!({"kernel": "dep::k", "item": {"crate": "dep"}});
+        let outside = kernel("dep::k", Some("dep"), &[]);
         let Err(Failure(message, 1)) = kernel_crates(&ws, &manifest, &outside) else {
             panic!("a kernel outside the workspace accepted")
         };
         assert!(message.contains("`dep`, which is not a crate of this workspace"), "{message}");
         // 1.95 style: the launching libraries, else the launching programs whose root file
         // defines kernels and the workspace libraries of the graph.
-        let by_lib = json!({"kernel": "k195_scale", "link_name": "k195_scale",
-            "launched_by": ["k195", "app"]});
+        let by_lib = kernel("k195_scale", None, &["k195", "app"]);
         assert_eq!(kernel_crates(&ws, &manifest, &by_lib).ok(), Some(vec!["k195".to_string()]));
-        let by_program =
-            json!({"kernel": "k195_scale", "link_name": "k195_scale", "launched_by": ["app"]});
+        let by_program = kernel("k195_scale", None, &["app"]);
         assert_eq!(
             kernel_crates(&ws, &manifest, &by_program).ok(),
             Some(vec!["k195".to_string(), "host_only".to_string()])
         );
-        let by_guide = json!({"kernel": "g", "link_name": "g", "launched_by": ["guide"]});
-        let alone = json!({"crate_graph": ["guide", "core"]});
+        let by_guide = kernel("g", None, &["guide"]);
+        let alone = manifest_of("guide", &["guide", "core"], Vec::new());
         assert_eq!(kernel_crates(&ws, &alone, &by_guide).ok(), Some(vec!["guide".to_string()]));
         let Err(Failure(message, 1)) = kernel_crates(&ws, &alone, &by_program) else {
             panic!("a 1.95-style kernel without a defining crate accepted")
@@ -441,53 +468,48 @@ mod tests {
         let ws = workspace(&["kern"], &app, &guide);
         let root = |krate: &str, graph: &[&str]| {
             let path = dir.join(format!("{krate}-root.json"));
-            let m = json!({"crate": krate, "crate_graph": graph});
-            fs::write(&path, m.to_string()).unwrap();
+            let m = manifest_of(krate, graph, Vec::new());
+            fs::write(&path, offload_manifest_format::to_string_pretty(&m)).unwrap();
             path
         };
         let roots = [root("app", &["app", "core", "kern"]), root("guide", &["core", "guide"])];
-        let kernel = |krate: &str, by: &str| {
-            let item = json!({"crate": krate});
-            json!({"kernel": format!("{krate}::k"), "item": item, "launched_by": [by]})
-        };
+        let kernel = |krate: &str, by: &str| kernel(&format!("{krate}::k"), Some(krate), &[by]);
         let features = BTreeMap::from([("app".to_string(), BTreeSet::from(["big".to_string()]))]);
-        let build = |ws: &Workspace, kernels: Value| {
-            let manifest = json!({"crate": IMAGE_CRATE, "crate_graph": [], "kernels": kernels});
+        let build = |ws: &Workspace, kernels: Vec<Kernel>| {
+            let manifest = manifest_of(IMAGE_CRATE, &[], kernels);
             image_builder(&dir, ws, &manifest, &features, &roots)
         };
         // Libraries only: the image crate.
-        let Ok(ImageBuilder::ImageCrate(image)) = build(&ws, json!([kernel("kern", "kern")]))
-        else {
+        let Ok(ImageBuilder::ImageCrate(image)) = build(&ws, vec![kernel("kern", "kern")]) else {
             panic!("no image crate")
         };
         assert!(fs::read_to_string(image.join("lib.rs")).unwrap().contains("extern crate kern;"));
         // A program's kernel and a library kernel of its graph: the program, under its name; a
         // kernel that only a library outside its graph launches is not the program's.
         let ws_far = workspace(&["kern", "far", "dev_only"], &app, &guide);
-        let kernels = json!([
+        let kernels = vec![
             kernel("app", "app"),
             kernel("kern", "kern"),
             kernel("far", "far"),
             kernel("dev_only", "dev_only"),
-        ]);
+        ];
         let Ok(builder) = build(&ws_far, kernels) else { panic!("no program builder") };
         assert_eq!(builder.krate(), "app");
         let ImageBuilder::Program { program, features: own, .. } = &builder else { unreachable!() };
         assert_eq!(program.selector, strings(&["--bin", "app"]));
         assert_eq!(own, &BTreeSet::from(["big".to_string()]));
-        let written: Value =
-            serde_json::from_str(&fs::read_to_string(builder.manifest()).unwrap()).unwrap();
-        assert_eq!(written["crate"], "app");
-        assert_eq!(written["crate_graph"], json!(["app", "core", "dev_only", "kern"]));
-        assert_eq!(written["kernels"].as_array().unwrap().len(), 2);
+        let written = offload_manifest_format::read(builder.manifest()).ok().unwrap();
+        assert_eq!(written.krate, "app");
+        assert_eq!(written.crate_graph, ["app", "core", "dev_only", "kern"]);
+        assert_eq!(written.kernels.len(), 2);
         // Two programs with kernels, or another program's launch: errors that name them.
-        let two = build(&ws, json!([kernel("app", "app"), kernel("guide", "guide")]));
+        let two = build(&ws, vec![kernel("app", "app"), kernel("guide", "guide")]);
         let Err(Failure(two, 1)) = two else { panic!("two image builders accepted") };
         assert!(two.contains("two programs of the workspace, `app` and `guide`"), "{two}");
-        let other = build(&ws, json!([kernel("app", "app"), kernel("kern", "guide")]));
+        let other = build(&ws, vec![kernel("app", "app"), kernel("kern", "guide")]);
         let Err(Failure(other, 1)) = other else { panic!("another program's launch accepted") };
         assert!(other.contains("the crate `guide` launches the kernel `kern::k`"), "{other}");
-        let test = build(&ws, json!([kernel("app", "app"), kernel("kern", "a_test")]));
+        let test = build(&ws, vec![kernel("app", "app"), kernel("kern", "a_test")]);
         let Err(Failure(test, 1)) = test else { panic!("a test's launch accepted") };
         assert!(test.contains("the crate `a_test` launches the kernel `kern::k`"), "{test}");
         fs::remove_dir_all(&dir).unwrap();

@@ -2,14 +2,14 @@
 //! artifacts ([`root_manifests`]) and merging them into the one manifest that every device pass
 //! builds its image from ([`merge_manifests`]).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use offload_manifest_format::Manifest;
+use serde_json::Value;
 
 use crate::image_crate::IMAGE_CRATE;
-use crate::util::{Failure, Result, fail};
+use crate::util::Result;
 use crate::workspace::Workspace;
 
 /// The manifests of this build's root crates: the crates of workspace packages among the
@@ -39,83 +39,23 @@ pub(crate) fn root_manifests(artifacts: &[Value], ws: &Workspace, dir: &Path) ->
     roots.into_iter().collect()
 }
 
-/// The manifest (JSON) at `path`; a file that cannot be read or parsed is a failure that names
-/// it.
-pub(crate) fn read_manifest(path: &Path) -> Result<Value> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| Failure(format!("cannot read {}: {e}", path.display()), 1))?;
-    serde_json::from_str(&text)
-        .map_err(|e| Failure(format!("{} is not an offload manifest: {e}", path.display()), 1))
-}
-
-/// The union of the root manifests, as the manifest of [`IMAGE_CRATE`]: every kernel instance
-/// once (by its symbol, which tells apart the same path in two versions of one crate; by its
-/// instance text where it has none), with the union of its launching crates, and the union of
-/// the crate graphs. Identity fields must agree: they come from one compiler.
-pub(crate) fn merge_manifests(paths: &[PathBuf]) -> Result<Value> {
-    let mut kernels: BTreeMap<String, Value> = BTreeMap::new();
-    let mut graph: BTreeSet<String> = BTreeSet::from([IMAGE_CRATE.to_string()]);
-    let mut header: Option<(Value, Value, Value)> = None;
-    for path in paths {
-        let m = read_manifest(path)?;
-        let this = (m["magic"].clone(), m["format_version"].clone(), m["rustc_commit"].clone());
-        match &header {
-            Some(h) if *h != this => {
-                return fail(format!(
-                    "{} was written by another compiler than the other manifests",
-                    path.display()
-                ));
-            }
-            _ => header = Some(this),
-        }
-        graph.extend(
-            m["crate_graph"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string),
-        );
-        for kernel in m["kernels"].as_array().into_iter().flatten() {
-            let key = kernel["symbol"]
-                .as_str()
-                .or(kernel["kernel"].as_str())
-                .unwrap_or_default()
-                .to_string();
-            let entry = kernels.entry(key).or_insert_with(|| kernel.clone());
-            let mut by: BTreeSet<String> = entry["launched_by"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect();
-            by.extend(
-                kernel["launched_by"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string),
-            );
-            entry["launched_by"] = json!(by);
-        }
-    }
-    let (magic, format, commit) =
-        header.unwrap_or((json!("rustc-offload-manifest"), json!(2), json!("")));
-    Ok(json!({
-        "magic": magic,
-        "format_version": format,
-        "rustc_commit": commit,
-        "crate": IMAGE_CRATE,
-        "crate_graph": graph,
-        "kernels": kernels.into_values().collect::<Vec<_>>(),
-    }))
+/// The union of the root manifests, as the manifest of [`IMAGE_CRATE`]
+/// ([`offload_manifest_format::merge`]): every kernel instance once (by its symbol, which tells
+/// apart the same path in two versions of one crate), with the union of its launching crates,
+/// and the union of the crate graphs. The manifests must come from one compiler.
+pub(crate) fn merge_manifests(paths: &[PathBuf]) -> Result<Manifest> {
+    Ok(offload_manifest_format::merge(paths, IMAGE_CRATE)?)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
+    use offload_manifest_format::{FORMAT_VERSION, MAGIC};
+    use serde_json::json;
+
     use super::*;
+    use crate::util::Failure;
 
     #[test]
     fn merged_manifest_is_the_union_under_the_image_crate() {
@@ -123,43 +63,34 @@ mod tests {
         fs::create_dir_all(&dir).unwrap();
         let write = |name: &str, krate: &str, kernels: Value| {
             let m = json!({
-                "magic": "rustc-offload-manifest", "format_version": 2, "rustc_commit": "c",
+                "magic": MAGIC, "format_version": FORMAT_VERSION, "rustc_commit": "c",
                 "crate": krate, "crate_graph": [krate, "core", "kern"], "kernels": kernels
             });
             let path = dir.join(name);
             fs::write(&path, m.to_string()).unwrap();
             path
         };
-        let a = write(
-            "a.json",
-            "app",
-            json!([{"kernel": "kern::k", "symbol": "s_k", "launched_by": ["kern"]}]),
-        );
+        let kernel = |symbol: &str, by: &str| {
+            json!({"kernel": "kern::k", "link_name": "k", "symbol": symbol, "params": [],
+                "launched_by": [by]})
+        };
+        let a = write("a.json", "app", json!([kernel("s_k", "kern")]));
         // `tool` also launches `k` of another version of `kern`: the same text, another symbol.
-        let b = write(
-            "b.json",
-            "tool",
-            json!([
-                {"kernel": "kern::k", "symbol": "s_k", "launched_by": ["tool"]},
-                {"kernel": "kern::j", "symbol": "s_j", "launched_by": ["tool"]},
-                {"kernel": "kern::k", "symbol": "s_k2", "launched_by": ["tool"]},
-            ]),
-        );
+        let mut j = kernel("s_j", "tool");
+        j["kernel"] = json!("kern::j");
+        let b = write("b.json", "tool", json!([kernel("s_k", "tool"), j, kernel("s_k2", "tool")]));
         let merged = merge_manifests(&[a.clone(), b]).ok().unwrap();
-        assert_eq!(merged["crate"], IMAGE_CRATE);
-        assert_eq!(merged["crate_graph"], json!(["app", "core", "kern", IMAGE_CRATE, "tool"]));
-        let kernels: Vec<(&str, Value)> = merged["kernels"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|k| (k["kernel"].as_str().unwrap(), k["launched_by"].clone()))
-            .collect();
+        assert_eq!(merged.krate, IMAGE_CRATE);
+        assert_eq!(merged.crate_graph, ["app", "core", "kern", IMAGE_CRATE, "tool"]);
+        let kernels: Vec<(&str, &[String])> =
+            merged.kernels.iter().map(|k| (k.kernel.as_str(), &k.launched_by[..])).collect();
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
             kernels,
             vec![
-                ("kern::j", json!(["tool"])),
-                ("kern::k", json!(["kern", "tool"])),
-                ("kern::k", json!(["tool"])),
+                ("kern::j", &names(&["tool"])[..]),
+                ("kern::k", &names(&["kern", "tool"])[..]),
+                ("kern::k", &names(&["tool"])[..]),
             ]
         );
         let other = dir.join("other.json");

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
+use offload_manifest_format::Manifest;
 use serde_json::Value;
 
 use crate::args::{Arch, Invocation};
@@ -162,7 +163,7 @@ fn forget_image(deps: &Path, krate: &str) {
 /// What the host metadata pass found.
 struct HostMetadata {
     /// The merged manifest of the root crates.
-    manifest: Value,
+    manifest: Manifest,
     /// Its number of kernel instances.
     kernels: usize,
     /// The features that the host build resolved for the workspace's crates
@@ -250,7 +251,7 @@ impl<'a> Build<'a> {
         let artifacts = cargo_pass(&format!("host metadata pass ({host})"), check, true)?;
         let roots = root_manifests(&artifacts, &self.ws, &self.manifests);
         let manifest = merge_manifests(&roots)?;
-        let kernels = manifest["kernels"].as_array().map(Vec::len).unwrap_or(0);
+        let kernels = manifest.kernels.len();
         eprintln!(
             "[cargo offload] {kernels} kernel instance{} in the manifests of {} root crate{}",
             if kernels == 1 { "" } else { "s" },

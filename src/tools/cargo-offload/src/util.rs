@@ -9,6 +9,13 @@ use std::process::Command;
 /// A failure: one line for the user, and the exit status.
 pub(crate) struct Failure(pub(crate) String, pub(crate) u8);
 
+/// A manifest that cannot be used: its error names the file and what is wrong.
+impl From<offload_manifest_format::Error> for Failure {
+    fn from(error: offload_manifest_format::Error) -> Failure {
+        Failure(error.to_string(), 1)
+    }
+}
+
 /// What may fail with a [`Failure`].
 pub(crate) type Result<T> = std::result::Result<T, Failure>;
 

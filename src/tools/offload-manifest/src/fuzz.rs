@@ -42,6 +42,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use offload_manifest_format::{GENERIC_ARG_TAGS, keys};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use serde_json::{Value, json};
@@ -85,10 +86,9 @@ const MUTATIONS: [Mutation; 10] = [
     Mutation::Truncate,
 ];
 
-const TYPE_KINDS: [&str; 12] = [
-    "bool", "char", "str", "never", "num", "adt", "ref", "ptr", "array", "slice", "tuple",
-    "lifetime",
-];
+/// The tags that open a type tree or a lifetime argument, in the format's order (which the
+/// mutants of a seed depend on).
+const TYPE_KINDS: [&str; 12] = GENERIC_ARG_TAGS;
 const PATH_KINDS: [&str; 10] = [
     "TypeNs",
     "ValueNs",
@@ -193,7 +193,7 @@ fn is_type_tree(v: &Value) -> bool {
 
 /// Whether `v` is an item path (`{"crate": .., "path": [..]}`).
 fn is_item_path(v: &Value) -> bool {
-    v.get("crate").is_some() && v.get("path").is_some_and(Value::is_array)
+    v.get(keys::CRATE).is_some() && v.get(keys::PATH).is_some_and(Value::is_array)
 }
 
 /// Whether `v` is one path component (`[kind, name, disambiguator]`).
@@ -301,7 +301,8 @@ fn apply(mutation: Mutation, manifest: &mut Value, rng: &mut Xoshiro256PlusPlus)
             true
         }
         Mutation::DropKernel | Mutation::DuplicateKernel => {
-            let Some(kernels) = manifest.get_mut("kernels").and_then(Value::as_array_mut) else {
+            let Some(kernels) = manifest.get_mut(keys::KERNELS).and_then(Value::as_array_mut)
+            else {
                 return false;
             };
             if kernels.is_empty() {
@@ -462,11 +463,11 @@ impl VendorCheck {
 /// The `symbol`s of the `kernels` entries of manifest `text` (none when it does not parse).
 fn manifest_symbols(text: &str) -> std::collections::BTreeSet<String> {
     let Ok(manifest) = serde_json::from_str::<Value>(text) else { return Default::default() };
-    let kernels = manifest.get("kernels").and_then(Value::as_array);
+    let kernels = manifest.get(keys::KERNELS).and_then(Value::as_array);
     kernels
         .into_iter()
         .flatten()
-        .filter_map(|k| k.get("symbol")?.as_str().map(str::to_string))
+        .filter_map(|k| k.get(keys::SYMBOL)?.as_str().map(str::to_string))
         .collect()
 }
 
@@ -485,9 +486,9 @@ pub struct DevicePass {
 /// the image and lists `krate` in that crate's graph.
 fn names_krate_a_dependency(text: &str, krate: &str) -> bool {
     let Ok(manifest) = serde_json::from_str::<Value>(text) else { return false };
-    manifest.get("crate").and_then(Value::as_str).is_some_and(|root| root != krate)
+    manifest.get(keys::CRATE).and_then(Value::as_str).is_some_and(|root| root != krate)
         && manifest
-            .get("crate_graph")
+            .get(keys::CRATE_GRAPH)
             .and_then(Value::as_array)
             .is_some_and(|graph| graph.iter().any(|c| c.as_str() == Some(krate)))
 }
@@ -730,9 +731,12 @@ pub fn main(args: &[String]) -> Result<bool, String> {
     let seed_path = work.join("seed.json");
     let seed_text = std::fs::read_to_string(&seed_path)
         .map_err(|e| format!("cannot read the seed manifest {}: {e}", seed_path.display()))?;
-    let seed_manifest: Value =
-        serde_json::from_str(&seed_text).map_err(|e| format!("{}: {e}", seed_path.display()))?;
-    let krate = seed_manifest.get("crate").and_then(Value::as_str).unwrap_or_default().to_string();
+    // The seed must be a valid manifest; its JSON tree, which the mutations work on, is the
+    // library's serialization of it, equal to the file's tree (nothing is dropped or renamed).
+    let parsed = offload_manifest_format::parse(seed_text.as_bytes(), &seed_path)
+        .map_err(|e| format!("the seed manifest: {e}"))?;
+    let seed_manifest = serde_json::to_value(&parsed).map_err(|e| e.to_string())?;
+    let krate = parsed.krate;
     let vendor = options.get("llvm-bin").map(|bin| VendorCheck { llvm_bin: PathBuf::from(bin) });
     let pass = DevicePass { rustc, args: rustc_args, limit, krate, vendor };
     // The unmutated manifest must build an image: otherwise every refusal below proves nothing.
@@ -755,8 +759,8 @@ mod tests {
 
     fn seed() -> Value {
         json!({
-            "magic": "rustc-offload-manifest",
-            "format_version": 4,
+            "magic": offload_manifest_format::MAGIC,
+            "format_version": offload_manifest_format::FORMAT_VERSION,
             "crate": "seed",
             "kernels": [
                 {"kernel": "seed::generic::<u32>",

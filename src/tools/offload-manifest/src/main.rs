@@ -5,11 +5,12 @@
 //! Output: a header line, then one line per kernel instance:
 //!
 //! ```text
-//! manifest of crate `demo` (format 1, rustc 59807616e1fa...), 2 kernels
+//! manifest of crate `demo` (format 4, rustc 59807616e1fa...), 2 kernels
 //! demo::scale::<f32>  symbol=_offload_kernel_scale_0123456789abcdef  launched-by=demo
 //! ```
 //!
-//! Exit status 1, with one line on stderr, when the file is missing or is not a manifest.
+//! Exit status 1, with one line on stderr, when the file is missing or is not a manifest of the
+//! format that `offload-manifest-format` reads (the compiler's).
 //!
 //! `offload-manifest fuzz ...` runs mutated manifests through the device pass (see [`fuzz`]).
 
@@ -17,43 +18,28 @@ mod fuzz;
 
 use std::process::ExitCode;
 
-use serde_json::Value;
+use offload_manifest_format::Manifest;
 
-fn dump(text: &str) -> Result<String, String> {
-    let manifest: Value = serde_json::from_str(text).map_err(|e| format!("not a manifest: {e}"))?;
-    if manifest.get("magic").and_then(Value::as_str) != Some("rustc-offload-manifest") {
-        return Err("not a manifest: the magic field is missing".into());
-    }
-    let field = |key: &str| {
-        manifest.get(key).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
-    };
-    let kernels = manifest
-        .get("kernels")
-        .and_then(Value::as_array)
-        .ok_or("not a manifest: no kernel list")?;
+/// `manifest` as text: the header line, then one line per kernel instance.
+fn render(manifest: &Manifest) -> String {
+    let kernels = &manifest.kernels;
     let mut out = format!(
         "manifest of crate `{}` (format {}, rustc {}), {} kernel{}\n",
-        field("crate").unwrap_or_default(),
-        field("format_version").unwrap_or_default(),
-        field("rustc_commit").unwrap_or_default(),
+        manifest.krate,
+        manifest.format_version,
+        manifest.rustc_commit,
         kernels.len(),
         if kernels.len() == 1 { "" } else { "s" }
     );
     for kernel in kernels {
-        let get = |key: &str| kernel.get(key).and_then(Value::as_str).unwrap_or("?");
-        let launched_by: Vec<&str> = kernel
-            .get("launched_by")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
         out.push_str(&format!(
             "{}  symbol={}  launched-by={}\n",
-            get("kernel"),
-            get("symbol"),
-            launched_by.join(",")
+            kernel.kernel,
+            kernel.symbol,
+            kernel.launched_by.join(",")
         ));
     }
-    Ok(out)
+    out
 }
 
 fn main() -> ExitCode {
@@ -72,14 +58,14 @@ fn main() -> ExitCode {
         eprintln!("usage: offload-manifest PATH");
         return ExitCode::from(2);
     };
-    let result = std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|t| dump(&t));
-    match result {
-        Ok(text) => {
-            print!("{text}");
+    // The error names the file and what is wrong with it.
+    match offload_manifest_format::read(&path) {
+        Ok(manifest) => {
+            print!("{}", render(&manifest));
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {path}: {e}");
+            eprintln!("error: {e}");
             ExitCode::FAILURE
         }
     }
@@ -87,26 +73,31 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::dump;
+    use offload_manifest_format::parse;
+
+    use super::render;
 
     #[test]
     fn prints_one_line_per_kernel() {
-        let text = r#"{"crate":"demo","crate_graph":["core","demo"],"format_version":1,
-            "kernels":[{"args":[["num","f32"]],
-            "item":{"crate":"demo","path":[["ValueNs","scale",0]]},
-            "kernel":"demo::scale::<f32>","launched_by":["demo"],
+        let text = r#"{"crate":"demo","crate_graph":["core","demo"],"format_version":4,
+            "kernels":[{"args":[["num","f32"]],"definition":"fedcba9876543210",
+            "item":{"crate":"demo","crate_source":"0123456789abcdef",
+                "path":[["ValueNs","scale",0]]},
+            "kernel":"demo::scale::<f32>","launched_by":["demo"],"params":[],
             "symbol":"_offload_kernel_scale_00"}],
             "magic":"rustc-offload-manifest","rustc_commit":"abc"}"#;
         assert_eq!(
-            dump(text).unwrap(),
-            "manifest of crate `demo` (format 1, rustc abc), 1 kernel\n\
+            render(&parse(text.as_bytes(), "demo.json").unwrap()),
+            "manifest of crate `demo` (format 4, rustc abc), 1 kernel\n\
              demo::scale::<f32>  symbol=_offload_kernel_scale_00  launched-by=demo\n"
         );
     }
 
     #[test]
     fn refuses_what_is_not_a_manifest() {
-        assert!(dump("{}").unwrap_err().contains("magic"));
-        assert!(dump("{\"magic\":").unwrap_err().contains("not a manifest"));
+        let error = |text: &str| parse(text.as_bytes(), "x.json").unwrap_err().to_string();
+        assert!(error("{}").contains("magic"));
+        assert!(error("{\"magic\":").contains("not an offload manifest"));
+        assert!(error("{}").contains("x.json"));
     }
 }

@@ -97,10 +97,11 @@ pub fn install_cargo_offload(project: &Path, cache: &Cache) -> Result<PathBuf> {
     Ok(installed)
 }
 
-/// Runs the tests of `src/tools/cargo-offload` (its argument parsing, manifest merging, run
-/// plans and bundles) and of `src/tools/offload-report`.
+/// Runs the tests of `src/tools/cargo-offload` (its argument parsing, image builders, run
+/// plans and bundles), of `src/tools/offload-report` and of `src/tools/offload-manifest-format`
+/// (the manifest format: reading, round trips, merging, errors).
 pub fn test_cargo_offload(project: &Path, cache: &Cache) -> Result<()> {
-    for tool in ["cargo-offload", "offload-report"] {
+    for tool in ["cargo-offload", "offload-report", "offload-manifest-format"] {
         let status = tool_cargo(project, cache, tool, &["test"])
             .status()
             .map_err(|e| Failure { step: "TEST", message: format!("cannot run cargo: {e}") })?;
