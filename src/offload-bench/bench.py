@@ -146,7 +146,7 @@ def image_bitcode(image, target, scratch):
 
 def vendor_check(bc, target, cuda_bin, scratch):
     """Runs the GPU vendors' tools on an image's bitcode, as the offload runtime would load it
-    (the same steps as `vendor_check` in tests/run-make/offload-manifest/helpers.rs): amdgcn
+    (the same steps as `vendor_check` in src/tools/run-make-support/src/offload/image.rs): amdgcn
     `llc -mcpu=gfx90a` then `ld.lld -shared --no-undefined`; nvptx `llc -mcpu=sm_90`, then
     `ptxas -arch=sm_90 -c` and `nvlink -arch=sm_90` from `cuda_bin`. Returns None when they
     accept it, else the failing tool and its first line of complaint."""

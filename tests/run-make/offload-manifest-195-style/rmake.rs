@@ -16,7 +16,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use run_make_support::offload::{
-    exported_functions, gpu_sysroot, image_ir, manifest_symbols, rustc, vendor_check,
+    check_manifest_format, exported_functions, gpu_sysroot, image_ir, manifest_symbols, rustc,
+    vendor_check,
 };
 use run_make_support::serde_json::{self, Value};
 use run_make_support::{CompletedProcess, Rustc, cwd, rfs};
@@ -69,6 +70,9 @@ fn main() {
         .metadata("host")
         .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
         .run();
+    // Declared kernels (`link_name`) through the tools' manifest types, which must keep all of
+    // their entries.
+    check_manifest_format(&[&manifest]);
     let json: Value = serde_json::from_str(&rfs::read_to_string(&manifest)).unwrap();
     let entries = json["kernels"].as_array().unwrap();
     let link_names: Vec<&str> = entries.iter().map(|k| k["link_name"].as_str().unwrap()).collect();

@@ -1,4 +1,4 @@
-//! Bad input to the offload passes (DESIGN B1-B9, and what complete images need): each is one
+//! Bad input to the offload passes (scenarios B1-B9, and what complete images need): each is one
 //! clear diagnostic that names the file, kernel or flag, a non-zero exit, and never an ICE, an
 //! empty device image or one that leaves a symbol undefined.
 

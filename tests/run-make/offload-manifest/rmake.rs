@@ -13,8 +13,8 @@
 use std::collections::BTreeSet;
 
 use run_make_support::offload::{
-    exported_functions, gpu_sysroot, image_ir, offload_entries, rustc, undefined_functions,
-    unreached_functions, vendor_check,
+    check_manifest_format, exported_functions, gpu_sysroot, image_ir, offload_entries, rustc,
+    undefined_functions, unreached_functions, vendor_check,
 };
 use run_make_support::serde_json::{self, Value};
 use run_make_support::{cwd, rfs};
@@ -44,6 +44,9 @@ fn main() {
         .metadata("host-side")
         .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
         .run();
+    // The tools (`cargo offload`, the printer, the fuzzer) read it with their own types, which
+    // must keep all of it.
+    check_manifest_format(&[&manifest]);
     let text = rfs::read_to_string(&manifest);
     let json: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(json["magic"], "rustc-offload-manifest");

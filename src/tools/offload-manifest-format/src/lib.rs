@@ -10,7 +10,7 @@
 //! metadata pass wrote. Like the compiler's reader, they ignore keys they do not know.
 //!
 //! - [`read`] and [`parse`]: a manifest of this format, or an [`Error`] that names the file and
-//!   says what is wrong with it.
+//!   says what is wrong with it; [`read_exact`] also refuses what these types would not keep.
 //! - [`merge`]: the union of the manifests of several root crates.
 //! - [`to_string_pretty`]: a manifest as text laid out as the compiler lays it out.
 //! - [`keys`] and [`GENERIC_ARG_TAGS`]: the format's names, for tools that work on the JSON
@@ -443,6 +443,50 @@ pub fn parse(text: &[u8], path: impl AsRef<Path>) -> Result<Manifest, Error> {
         }
     }
     Ok(manifest)
+}
+
+/// As [`read`], and the manifest must be exactly what these types describe: written again
+/// (`serde_json::to_value`), it equals the file's JSON value. Otherwise the file holds a key or
+/// a value that this library would drop or change, an [`ErrorKind::Invalid`] error that names
+/// the first place where the two differ (`kernels[0].params`, say). The test that runs the
+/// compiler's host metadata pass reads its manifests with this, so that the compiler's writer
+/// and these types cannot drift apart unnoticed.
+pub fn read_exact(path: impl AsRef<Path>) -> Result<Manifest, Error> {
+    let path = path.as_ref();
+    let manifest = read(path)?;
+    let error = |what: String| Error { path: path.to_path_buf(), kind: ErrorKind::Invalid(what) };
+    let text = std::fs::read(path)
+        .map_err(|e| Error { path: path.to_path_buf(), kind: ErrorKind::Read(e) })?;
+    let tree: Value = serde_json::from_slice(&text).map_err(|e| error(e.to_string()))?;
+    let written = serde_json::to_value(&manifest).expect("a manifest has only string keys");
+    match first_difference(&tree, &written, String::new()) {
+        None => Ok(manifest),
+        Some(place) => Err(error(format!(
+            "reading and writing it again changes `{place}`: the compiler writes what \
+             offload-manifest-format does not describe"
+        ))),
+    }
+}
+
+/// The first place (`key.key[index]`, or `(root)`) where `a` and `b` differ, if they do.
+fn first_difference(a: &Value, b: &Value, place: String) -> Option<String> {
+    let at = |key: &str| if place.is_empty() { key.to_string() } else { format!("{place}.{key}") };
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            keys.into_iter().find_map(|key| match (a.get(key), b.get(key)) {
+                (Some(x), Some(y)) => first_difference(x, y, at(key)),
+                _ => Some(at(key)),
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_difference(x, y, format!("{place}[{i}]"))),
+        _ if a == b => None,
+        _ => Some(if place.is_empty() { "(root)".to_string() } else { place }),
+    }
 }
 
 /// The union of the manifests at `paths`, as the manifest of the crate `krate` (which joins the

@@ -280,3 +280,19 @@ fn errors_name_the_file_and_what_is_wrong() {
     });
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn read_exact_names_what_the_types_would_not_keep() {
+    let dir = scratch("exact");
+    let path = dir.join("m.json");
+    let mut tree = compiler_written();
+    fs::write(&path, tree.to_string()).unwrap();
+    read_exact(&path).unwrap();
+    tree["kernels"][0]["params"][0]["stride"] = json!(4);
+    fs::write(&path, tree.to_string()).unwrap();
+    // `read` ignores the key, as the compiler does; `read_exact` names it.
+    read(&path).unwrap();
+    let error = read_exact(&path).unwrap_err().to_string();
+    assert!(error.contains("m.json"), "{error}");
+    assert!(error.contains("`kernels[0].params[0].stride`"), "{error}");
+}

@@ -12,6 +12,12 @@
 //! Exit status 1, with one line on stderr, when the file is missing or is not a manifest of the
 //! format that `offload-manifest-format` reads (the compiler's).
 //!
+//! `offload-manifest check PATH...` reads each manifest with
+//! `offload_manifest_format::read_exact`: exit status 1, naming the file and the first place,
+//! when a manifest holds what the tools' types would not keep (the run-make tests run it on the
+//! manifests the compiler writes). It prints one line per file:
+//! `PATH: format 4, 2 kernels, read and written again unchanged`.
+//!
 //! `offload-manifest fuzz ...` runs mutated manifests through the device pass (see [`fuzz`]).
 
 mod fuzz;
@@ -42,6 +48,29 @@ fn render(manifest: &Manifest) -> String {
     out
 }
 
+/// `offload-manifest check PATH...` (see the module documentation).
+fn check(paths: &[String]) -> ExitCode {
+    if paths.is_empty() {
+        eprintln!("usage: offload-manifest check PATH...");
+        return ExitCode::from(2);
+    }
+    for path in paths {
+        match offload_manifest_format::read_exact(path) {
+            Ok(manifest) => println!(
+                "{path}: format {}, {} kernel{}, read and written again unchanged",
+                manifest.format_version,
+                manifest.kernels.len(),
+                if manifest.kernels.len() == 1 { "" } else { "s" }
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("fuzz") {
@@ -53,6 +82,9 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         };
+    }
+    if args.get(1).map(String::as_str) == Some("check") {
+        return check(&args[2..]);
     }
     let Some(path) = std::env::args().nth(1) else {
         eprintln!("usage: offload-manifest PATH");

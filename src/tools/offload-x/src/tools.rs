@@ -60,9 +60,10 @@ pub fn dump_manifest(project: &Path, cache: &Cache, path: &Path) -> Result<Strin
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Builds `src/tools/cargo-offload` and installs it in [`offload_tools_bin`]. The binary is
-/// built on this machine and runs inside the sysroot, whose C library is newer. Returns the
-/// installed path.
+/// Builds `src/tools/cargo-offload` and installs it in [`offload_tools_bin`], with the report
+/// library (`../lib`) and the manifest printer (`offload-manifest`, whose `check` the run-make
+/// tests run on the compiler's manifests). The binaries are built on this machine and run
+/// inside the sysroot, whose C library is newer. Returns the installed `cargo-offload`.
 pub fn install_cargo_offload(project: &Path, cache: &Cache) -> Result<PathBuf> {
     if !upstream::is_ready(cache) {
         return fail(
@@ -78,12 +79,14 @@ pub fn install_cargo_offload(project: &Path, cache: &Cache) -> Result<PathBuf> {
         "BUILD",
         &mut tool_cargo(project, cache, "offload-report", &["build", "--release"]),
     )?;
+    let printer = manifest_tool(project, cache)?;
     let release = cache.root.join("tools-target/release");
     let installed = offload_tools_bin(cache).join("cargo-offload");
     let report = offload_tools_bin(cache).join("../lib/liboffload_report.so");
     for (built, installed) in [
         (release.join("cargo-offload"), &installed),
         (release.join("liboffload_report.so"), &report),
+        (printer, &offload_tools_bin(cache).join("offload-manifest")),
     ] {
         if fs::read(installed).ok() != fs::read(&built).ok() {
             fs::create_dir_all(installed.parent().unwrap())

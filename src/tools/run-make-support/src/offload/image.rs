@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::toolchain::{cuda_tool, llvm_tool};
+use super::toolchain::{cuda_tool, llvm_tool, offload_tools_bin};
 use crate::serde_json::Value;
 use crate::{CompletedProcess, cmd, rfs};
 
@@ -17,6 +17,16 @@ pub fn manifest_symbols(manifest: &Value) -> BTreeSet<String> {
         .iter()
         .map(|k| k["symbol"].as_str().unwrap().to_string())
         .collect()
+}
+
+/// Reads each manifest that the compiler wrote with the tools' manifest format
+/// (`src/tools/offload-manifest-format`, through the installed `offload-manifest check`), which
+/// must keep every key and value of it; panics with the tool's message (the file and the first
+/// place the two differ) otherwise, so that the compiler's writer and the tools' types cannot
+/// drift apart.
+pub fn check_manifest_format(manifests: &[&Path]) {
+    let out = cmd(offload_tools_bin().join("offload-manifest")).arg("check").args(manifests).run();
+    assert_eq!(out.stdout_utf8().lines().count(), manifests.len(), "{}", out.stdout_utf8());
 }
 
 /// The `target` bitcode inside the offload image `image` (`host.out`), as the offload runtime

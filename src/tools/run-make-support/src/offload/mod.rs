@@ -11,9 +11,10 @@ pub mod toolchain;
 
 pub use cargo::{cargo_offload, cargo_offload_fails, copy_dir, reports};
 pub use image::{
-    VendorReport, code_object_kernels, compare_kernels, cubin_kernels, exported_functions,
-    image_bitcode, image_ir, kernel_instructions, manifest_symbols, offload_entries, ptx_kernels,
-    undefined_functions, unreached_functions, vendor_check, vendor_result,
+    VendorReport, check_manifest_format, code_object_kernels, compare_kernels, cubin_kernels,
+    exported_functions, image_bitcode, image_ir, kernel_instructions, manifest_symbols,
+    offload_entries, ptx_kernels, undefined_functions, unreached_functions, vendor_check,
+    vendor_result,
 };
 pub use toolchain::{
     cuda_tool, device_sysroot, gpu_sysroot, llvm_tool, offload_tools_bin, project_example,
