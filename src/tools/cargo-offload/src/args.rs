@@ -55,13 +55,10 @@ impl Arch {
         {
             ("nvptx64-nvidia-cuda".to_string(), Some(name.to_string()))
         } else {
-            return Err(Failure(
-                format!(
-                    "unknown offload arch `{name}`: expected `host` (the CPU device), `gfxNNN` \
-                     (an AMD GPU, e.g. gfx90a) or `sm_NN` (an NVIDIA GPU, e.g. sm_90)"
-                ),
-                2,
-            ));
+            return Err(Failure::usage(format!(
+                "unknown offload arch `{name}`: expected `host` (the CPU device), `gfxNNN` \
+                 (an AMD GPU, e.g. gfx90a) or `sm_NN` (an NVIDIA GPU, e.g. sm_90)"
+            )));
         };
         Ok(Arch { name: name.to_string(), target, cpu })
     }
@@ -87,7 +84,7 @@ pub(crate) struct Invocation {
 
 /// Parses `args` (after `cargo offload`).
 pub(crate) fn parse_args(args: &[String]) -> Result<Invocation> {
-    let usage = |m: &str| Err(Failure(format!("{m}\n{USAGE}"), 2));
+    let usage = |m: &str| Err(Failure::usage(format!("{m}\n{USAGE}")));
     let Some(verb) = args.first() else { return usage("no command given") };
     if !matches!(verb.as_str(), "build" | "run" | "test" | "bundle") {
         return usage(&format!("unknown command `{verb}`"));
@@ -149,7 +146,15 @@ pub(crate) fn parse_args(args: &[String]) -> Result<Invocation> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env;
     use crate::util::strings;
+
+    #[test]
+    fn usage_names_the_users_environment_variables() {
+        for var in [env::DEVICE_SYSROOT, env::LLVM_BIN, env::RUNTIME_LIB, env::CUDA_BIN] {
+            assert!(USAGE.contains(var), "the usage text does not name {var}");
+        }
+    }
 
     #[test]
     fn archs_map_to_targets() {

@@ -10,20 +10,14 @@ use offload_manifest_format::{Kernel, Manifest};
 use serde_json::Value;
 
 use crate::args::Arch;
+use crate::env;
 use crate::util::{Failure, Result, fail, write_if_changed};
 use crate::workspace::{Program, Workspace};
-
-/// The environment variable that names the device sysroot: a sysroot whose
-/// `lib/rustlib/<target>/lib` holds `core` for each device target (the GPU targets and the
-/// host's own, for the CPU device), built once per toolchain with `-Zalways-encode-mir`, so that
-/// a device pass instantiates in its image whatever its kernels reach of `core` without
-/// building `core` for the project. `./x.py build` makes it; `./x.py cargo` sets this variable.
-pub(crate) const DEVICE_SYSROOT_VAR: &str = "CARGO_OFFLOAD_DEVICE_SYSROOT";
 
 /// Where the `core` of a device pass comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum DeviceCore {
-    /// The device sysroot ([`DEVICE_SYSROOT_VAR`]) has the target's `core`.
+    /// The device sysroot ([`env::DEVICE_SYSROOT`]) has the target's `core`.
     Toolchain(PathBuf),
     /// `-Zbuild-std=core`: built from the toolchain's library source for the project, with the
     /// device pass's flags (`--build-std`, or no device sysroot).
@@ -47,10 +41,11 @@ pub(crate) fn device_core(arch: &Arch, build_std: bool) -> Result<DeviceCore> {
     if build_std {
         return Ok(DeviceCore::BuildStd);
     }
-    let Some(sysroot) = std::env::var_os(DEVICE_SYSROOT_VAR).filter(|v| !v.is_empty()) else {
+    let Some(sysroot) = std::env::var_os(env::DEVICE_SYSROOT).filter(|v| !v.is_empty()) else {
         eprintln!(
-            "[cargo offload] note: {DEVICE_SYSROOT_VAR} is not set, so `core` is built from \
-             source for `{}` (`-Zbuild-std=core`)",
+            "[cargo offload] note: {} is not set, so `core` is built from source for `{}` \
+             (`-Zbuild-std=core`)",
+            env::DEVICE_SYSROOT,
             arch.name
         );
         return Ok(DeviceCore::BuildStd);
@@ -64,10 +59,11 @@ pub(crate) fn device_core(arch: &Arch, build_std: bool) -> Result<DeviceCore> {
     if !has_core {
         return fail(format!(
             "the device sysroot has no `core` for `{}` ({} holds no libcore-*.rlib; \
-             {DEVICE_SYSROOT_VAR}={}): rebuild the toolchain (`./x.py build`), or pass \
-             `--build-std` to build `core` from source",
+             {}={}): rebuild the toolchain (`./x.py build`), or pass `--build-std` to build \
+             `core` from source",
             arch.target,
             lib.display(),
+            env::DEVICE_SYSROOT,
             sysroot.display()
         ));
     }
@@ -139,7 +135,7 @@ pub(crate) fn image_builder(
     }
     let image = dir.join("image");
     fs::create_dir_all(&image)
-        .map_err(|e| Failure(format!("cannot create {}: {e}", image.display()), 1))?;
+        .map_err(|e| Failure::new(format!("cannot create {}: {e}", image.display())))?;
     let mut programs = programs.into_iter();
     let Some(krate) = programs.next() else {
         write_image_crate(&image, ws, manifest, features, libraries.iter())?;
@@ -554,7 +550,7 @@ mod tests {
         fs::create_dir_all(&lib).unwrap();
         fs::write(lib.join("libcore-0123.rlib"), b"").unwrap();
         // SAFETY: the only test that sets this variable, and no test reads it concurrently.
-        unsafe { std::env::set_var(DEVICE_SYSROOT_VAR, &dir) };
+        unsafe { std::env::set_var(env::DEVICE_SYSROOT, &dir) };
         let sm = Arch::parse("sm_90", host).ok().unwrap();
         assert_eq!(device_core(&sm, false).ok(), Some(DeviceCore::Toolchain(dir.clone())));
         assert_eq!(device_core(&sm, true).ok(), Some(DeviceCore::BuildStd));
@@ -565,7 +561,7 @@ mod tests {
                 && message.contains("--build-std"),
             "{message}"
         );
-        unsafe { std::env::remove_var(DEVICE_SYSROOT_VAR) };
+        unsafe { std::env::remove_var(env::DEVICE_SYSROOT) };
         assert_eq!(device_core(&gfx, false).ok(), Some(DeviceCore::BuildStd));
         fs::remove_dir_all(&dir).unwrap();
     }

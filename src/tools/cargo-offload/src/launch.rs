@@ -11,10 +11,10 @@
 //! Each library is loaded once (one `libomp`).
 //!
 //! - In place ([`run_programs`] without a plan): the program runs where `cargo offload` runs.
-//! - On the machine's own OS: `./x.py cargo` sets [`PLAN_VAR`]; `run` and `test` then write
+//! - On the machine's own OS: `./x.py cargo` sets [`env::RUN_PLAN`]; `run` and `test` then write
 //!   the programs to run into that file ([`Plan`]) instead of running them, and `./x.py`, once
 //!   it has left the sysroot, runs `cargo-offload --run-plan FILE` ([`run_plan`]) with
-//!   [`ROOT_VAR`] naming the sysroot, under which the plan's loader and library folders lie.
+//!   [`env::ROOT`] naming the sysroot, under which the plan's loader and library folders lie.
 //! - A bundle ([`write_bundle`]): each program, the libraries it loads and the loader in one
 //!   folder, with a start script per program, for another x86-64 Linux machine.
 //!
@@ -25,18 +25,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus};
 
+use crate::env;
 use crate::util::{Failure, Result, fail};
-
-/// The file into which `run` and `test` write the programs to run instead of running them.
-pub(crate) const PLAN_VAR: &str = "CARGO_OFFLOAD_RUN_PLAN";
-
-/// The toolchain's sysroot as the machine sees it, for `--run-plan`.
-pub(crate) const ROOT_VAR: &str = "CARGO_OFFLOAD_ROOT";
-
-/// The folders that `./x.py cargo` binds into the sysroot at their own paths, `:`-separated,
-/// for `--run-plan`: a path under one of them is the same outside; any other path is the
-/// sysroot's own, found under [`ROOT_VAR`].
-pub(crate) const BINDS_VAR: &str = "CARGO_OFFLOAD_BINDS";
 
 /// Whether the user asked for the report of the devices that ran the kernels.
 fn report_wanted() -> bool {
@@ -46,7 +36,7 @@ fn report_wanted() -> bool {
 /// `liboffload_report.so`, installed beside this program (`bin/../lib`).
 fn report_library() -> Result<PathBuf> {
     let exe = std::env::current_exe()
-        .map_err(|e| Failure(format!("cannot find the cargo-offload program: {e}"), 1))?;
+        .map_err(|e| Failure::new(format!("cannot find the cargo-offload program: {e}")))?;
     let lib = exe.parent().and_then(Path::parent).map(|d| d.join("lib/liboffload_report.so"));
     match lib {
         Some(lib) if lib.is_file() => Ok(lib),
@@ -160,7 +150,7 @@ pub(crate) fn libraries(program: &Path) -> Result<Vec<(String, PathBuf)>> {
         .arg(program)
         .env_remove("LD_LIBRARY_PATH")
         .output()
-        .map_err(|e| Failure(format!("cannot run ldd {}: {e}", program.display()), 1))?;
+        .map_err(|e| Failure::new(format!("cannot run ldd {}: {e}", program.display())))?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() || text.contains("not found") {
         return fail(format!(
@@ -216,7 +206,7 @@ fn loader_and_folders(program: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
 }
 
 /// 4. `run` runs the one program the host pass built, `test` every test program (stopping at
-/// the first that fails), each in place, or, with [`PLAN_VAR`] set, writes them into the plan
+/// the first that fails), each in place, or, with [`env::RUN_PLAN`] set, writes them into the plan
 /// for `./x.py` to run on the machine's own OS.
 pub(crate) fn run_programs(verb: &str, programs: &[String], args: &[String]) -> Result<ExitCode> {
     let programs = match verb {
@@ -234,7 +224,7 @@ pub(crate) fn run_programs(verb: &str, programs: &[String], args: &[String]) -> 
         "test" => programs.to_vec(),
         _ => return Ok(ExitCode::SUCCESS),
     };
-    if let Some(plan_file) = std::env::var_os(PLAN_VAR) {
+    if let Some(plan_file) = std::env::var_os(env::RUN_PLAN) {
         let mut runs = Vec::new();
         for program in programs {
             let (loader, library_path) = loader_and_folders(Path::new(&program))?;
@@ -242,7 +232,7 @@ pub(crate) fn run_programs(verb: &str, programs: &[String], args: &[String]) -> 
         }
         let plan = Plan { verb: verb.to_string(), runs };
         fs::write(&plan_file, plan.encode()).map_err(|e| {
-            Failure(format!("cannot write {}: {e}", Path::new(&plan_file).display()), 1)
+            Failure::new(format!("cannot write {}: {e}", Path::new(&plan_file).display()))
         })?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -250,7 +240,7 @@ pub(crate) fn run_programs(verb: &str, programs: &[String], args: &[String]) -> 
     run_each(verb, &programs, |program| {
         eprintln!("[cargo offload] running {program}");
         let mut cmd = Command::new(program);
-        cmd.args(args).env_remove("LD_LIBRARY_PATH").env_remove(PLAN_VAR);
+        cmd.args(args).env_remove("LD_LIBRARY_PATH").env_remove(env::RUN_PLAN);
         if let Some(report) = &report {
             // Beside the user's own preloads; unlike `--preload`, the program's children get
             // it too.
@@ -261,7 +251,7 @@ pub(crate) fn run_programs(verb: &str, programs: &[String], args: &[String]) -> 
             }
             cmd.env("LD_PRELOAD", preload);
         }
-        cmd.status().map_err(|e| Failure(format!("cannot run {program}: {e}"), 1))
+        cmd.status().map_err(|e| Failure::new(format!("cannot run {program}: {e}")))
     })
 }
 
@@ -279,7 +269,7 @@ fn run_each(
             return Ok(ExitCode::from(code));
         }
         if code != 0 {
-            return Err(Failure(format!("test program {program} failed"), 101));
+            return Err(Failure::with_status(format!("test program {program} failed"), 101));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -299,19 +289,19 @@ fn exit_code(program: &str, status: ExitStatus) -> u8 {
 }
 
 /// `cargo-offload --run-plan FILE` on the machine's own OS: runs the plan's programs with the
-/// toolchain's loader and libraries, found under [`ROOT_VAR`].
+/// toolchain's loader and libraries, found under [`env::ROOT`].
 pub(crate) fn run_plan(file: &Path) -> Result<ExitCode> {
     let text = fs::read_to_string(file)
-        .map_err(|e| Failure(format!("cannot read the run plan {}: {e}", file.display()), 1))?;
+        .map_err(|e| Failure::new(format!("cannot read the run plan {}: {e}", file.display())))?;
     let Some(plan) = Plan::decode(&text) else {
         return fail(format!("{} is not a run plan of this cargo-offload", file.display()));
     };
-    let Some(root) = std::env::var_os(ROOT_VAR).map(PathBuf::from).filter(|r| r.is_absolute())
+    let Some(root) = std::env::var_os(env::ROOT).map(PathBuf::from).filter(|r| r.is_absolute())
     else {
-        return fail(format!("--run-plan needs {ROOT_VAR}: the toolchain's sysroot, absolute"));
+        return fail(format!("--run-plan needs {}: the toolchain's sysroot, absolute", env::ROOT));
     };
     let report = if report_wanted() { Some(report_library()?) } else { None };
-    let binds: Vec<PathBuf> = std::env::var_os(BINDS_VAR)
+    let binds: Vec<PathBuf> = std::env::var_os(env::BINDS)
         .map(|v| std::env::split_paths(&v).filter(|p| p.is_absolute()).collect())
         .unwrap_or_default();
     let outside = |p: &Path| outside_path(&root, &binds, p);
@@ -334,7 +324,7 @@ pub(crate) fn run_plan(file: &Path) -> Result<ExitCode> {
         }
         cmd.arg("--argv0").arg(program).arg(&path).args(&run.args);
         cmd.status().map_err(|e| {
-            Failure(format!("cannot run {program} with the loader {}: {e}", loader.display()), 1)
+            Failure::new(format!("cannot run {program} with the loader {}: {e}", loader.display()))
         })
     })
 }
@@ -356,11 +346,11 @@ const BUNDLE_MARK: &str = ".cargo-offload-bundle";
 /// its absolute path, without `.` and `..` (so that the folder written beside it is beside
 /// it). Fails when the path holds `:` or `;` (the start scripts give the loader `DIR/lib` in a
 /// list that they separate), when, under `./x.py cargo`, it is not in a folder that the
-/// machine sees at the same path ([`BINDS_VAR`]), when it is not a folder, or when it holds
+/// machine sees at the same path ([`env::BINDS`]), when it is not a folder, or when it holds
 /// anything that `cargo offload bundle` did not write ([`refuse_foreign_entries`]).
 pub(crate) fn bundle_folder(out: &Path) -> Result<PathBuf> {
     let absolute = std::path::absolute(out)
-        .map_err(|e| Failure(format!("--out {}: {e}", out.display()), 1))?;
+        .map_err(|e| Failure::new(format!("--out {}: {e}", out.display())))?;
     let mut folder = PathBuf::new();
     for part in absolute.components() {
         match part {
@@ -381,7 +371,7 @@ pub(crate) fn bundle_folder(out: &Path) -> Result<PathBuf> {
             folder.display()
         ));
     }
-    if let Some(binds) = std::env::var_os(BINDS_VAR) {
+    if let Some(binds) = std::env::var_os(env::BINDS) {
         let binds: Vec<PathBuf> = std::env::split_paths(&binds).collect();
         if !binds.iter().any(|bound| folder.starts_with(bound)) {
             let shared: Vec<String> = binds.iter().map(|b| b.display().to_string()).collect();
@@ -479,7 +469,7 @@ pub(crate) fn write_bundle(out: &Path, programs: &[String]) -> Result<()> {
     if programs.is_empty() {
         return fail("the host pass built no program to bundle");
     }
-    let io = |path: &Path, e: std::io::Error| Failure(format!("{}: {e}", path.display()), 1);
+    let io = |path: &Path, e: std::io::Error| Failure::new(format!("{}: {e}", path.display()));
     let mut names: Vec<String> = Vec::new();
     for program in programs {
         let name = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned());

@@ -10,11 +10,10 @@
 //! 2. one device pass per arch: a generated image crate that depends on the workspace
 //!    libraries defining the kernels (or a program that defines kernels, compiled as an
 //!    `rlib`), built with `-Zoffload=Device=<merged manifest>` for the arch's target against
-//!    the toolchain's `core` (the device sysroot, see
-//!    [`DEVICE_SYSROOT_VAR`](image_crate::DEVICE_SYSROOT_VAR); `--build-std` builds it from
-//!    source); its image is compiled by the vendor tools (`llc`, `ld.lld`; `ptxas`, `nvlink`),
-//!    packaged with `llvm-offload-binary`, and all images are wrapped into one registration
-//!    object by `llvm-offload-wrapper`;
+//!    the toolchain's `core` (the device sysroot, see [`env::DEVICE_SYSROOT`]; `--build-std`
+//!    builds it from source); its image is compiled by the vendor tools (`llc`, `ld.lld`;
+//!    `ptxas`, `nvlink`), packaged with `llvm-offload-binary`, and all images are wrapped into
+//!    one registration object by `llvm-offload-wrapper`;
 //! 3. host pass: `cargo build|run|test --target <host>` with `-Zoffload=Host=<image>`, linked
 //!    with the registration object and LLVM's offload runtime (`libomptarget`), with an rpath;
 //! 4. `run` and `test` run the programs (in place, or, under `./x.py cargo`, on the machine's
@@ -27,10 +26,11 @@
 //! as cargo's `RUSTC_WRAPPER`), [`workspace`] (`cargo metadata`), [`passes`] (the cargo passes
 //! and the driver), [`manifests`] (the root crates' manifests, merged), [`image_crate`] (the
 //! crate the device passes build), [`vendor`] (the vendor tools that make the loadable images),
-//! [`registration`] (the object that registers them), [`launch`] (how the programs start) and
-//! [`util`].
+//! [`registration`] (the object that registers them), [`launch`] (how the programs start),
+//! [`env`] (the names of the `CARGO_OFFLOAD_*` environment variables) and [`util`].
 
 mod args;
+mod env;
 mod image_crate;
 mod launch;
 mod manifests;
@@ -46,15 +46,15 @@ use std::process::ExitCode;
 use crate::args::{USAGE, parse_args};
 use crate::passes::run;
 use crate::util::Failure;
-use crate::wrapper::{PROGRAM_VAR, WRAP_VAR, wrap_program_rustc, wrap_rustc};
+use crate::wrapper::{wrap_program_rustc, wrap_rustc};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     // As `RUSTC_WRAPPER`, cargo runs us as `cargo-offload <rustc> <args>`.
-    if let Ok(pass) = std::env::var(WRAP_VAR) {
+    if let Ok(pass) = std::env::var(env::HOST_METADATA_DIR) {
         return wrap_rustc(&pass, &args[1..]);
     }
-    if let Ok(program) = std::env::var(PROGRAM_VAR) {
+    if let Ok(program) = std::env::var(env::DEVICE_PROGRAM) {
         return wrap_program_rustc(&program, &args[1..]);
     }
     // As `./x.py cargo` runs us after leaving the sysroot: the programs of `run` or `test`.

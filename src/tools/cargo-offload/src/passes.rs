@@ -15,6 +15,7 @@ use offload_manifest_format::Manifest;
 use serde_json::Value;
 
 use crate::args::{Arch, Invocation};
+use crate::env;
 use crate::image_crate::{
     DEVICE_CFG, DeviceCore, ImageBuilder, device_core, image_builder, resolved_features,
 };
@@ -27,7 +28,6 @@ use crate::workspace::{
     Workspace, host_triple, manifest_path_args, profile_args, profile_dir, test_check_targets,
     workspace,
 };
-use crate::wrapper::{PROGRAM_VAR, WRAP_VAR};
 
 /// Prints one progress line for a pass: `[cargo offload] <what> (<seconds> s)`.
 fn progress(what: &str, start: Instant) {
@@ -48,7 +48,7 @@ fn cargo_pass(what: &str, mut cmd: Command, json: bool) -> Result<Vec<Value>> {
             "--message-format=json"
         };
         cmd.arg(format).stdout(Stdio::piped());
-        let mut child = cmd.spawn().map_err(|e| Failure(format!("cannot run cargo: {e}"), 1))?;
+        let mut child = cmd.spawn().map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?;
         for line in BufReader::new(child.stdout.take().unwrap()).lines().map_while(|l| l.ok()) {
             let Ok(message) = serde_json::from_str::<Value>(&line) else {
                 println!("{line}");
@@ -73,13 +73,16 @@ fn cargo_pass(what: &str, mut cmd: Command, json: bool) -> Result<Vec<Value>> {
                 _ => {}
             }
         }
-        child.wait().map_err(|e| Failure(format!("cargo did not finish: {e}"), 1))?
+        child.wait().map_err(|e| Failure::new(format!("cargo did not finish: {e}")))?
     } else {
-        cmd.status().map_err(|e| Failure(format!("cannot run cargo: {e}"), 1))?
+        cmd.status().map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?
     };
     if !status.success() {
         let code = status.code().unwrap_or(1).clamp(1, 255) as u8;
-        return Err(Failure(format!("{what} failed (cargo's messages are above)"), code));
+        return Err(Failure::with_status(
+            format!("{what} failed (cargo's messages are above)"),
+            code,
+        ));
     }
     progress(&format!("{what}: done"), start);
     Ok(artifacts)
@@ -96,7 +99,7 @@ fn cargo_command(cargo: &OsString, verb: &str) -> Command {
         .env_remove("CARGO_BUILD_TARGET")
         // Only this `cargo offload` writes the plan: a nested one (in a build script or a test)
         // runs its programs itself.
-        .env_remove(crate::launch::PLAN_VAR);
+        .env_remove(env::RUN_PLAN);
     cmd
 }
 
@@ -114,7 +117,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     let kernels = metadata.kernels;
     let images_dir = build.dir.join("images");
     fs::create_dir_all(&images_dir)
-        .map_err(|e| Failure(format!("cannot create {}: {e}", images_dir.display()), 1))?;
+        .map_err(|e| Failure::new(format!("cannot create {}: {e}", images_dir.display())))?;
     let mut host_rustflags = format!("{} {}", build.user_rustflags, build.check_cfg);
     if kernels > 0 {
         host_rustflags.push_str(&build.device_images(&metadata, &images_dir)?);
@@ -144,7 +147,7 @@ fn image_key_changed(dir: &Path, key: &str) -> Result<bool> {
     }
     fs::create_dir_all(dir)
         .and_then(|()| fs::write(&record, key))
-        .map_err(|e| Failure(format!("cannot write {}: {e}", record.display()), 1))?;
+        .map_err(|e| Failure::new(format!("cannot write {}: {e}", record.display())))?;
     Ok(true)
 }
 
@@ -176,7 +179,7 @@ struct HostMetadata {
 /// The path of this `cargo-offload`, which cargo runs as `RUSTC_WRAPPER`.
 fn current_exe() -> Result<PathBuf> {
     std::env::current_exe()
-        .map_err(|e| Failure(format!("cannot find the cargo-offload program: {e}"), 1))
+        .map_err(|e| Failure::new(format!("cannot find the cargo-offload program: {e}")))
 }
 
 /// What the passes of one `cargo offload` run share.
@@ -212,7 +215,7 @@ impl<'a> Build<'a> {
         forget_other_compilers_output(&dir)?;
         let manifests = dir.join("manifests");
         fs::create_dir_all(&manifests)
-            .map_err(|e| Failure(format!("cannot create {}: {e}", manifests.display()), 1))?;
+            .map_err(|e| Failure::new(format!("cannot create {}: {e}", manifests.display())))?;
         Ok(Build {
             inv,
             cargo,
@@ -237,7 +240,7 @@ impl<'a> Build<'a> {
             .args(["--target", host, "--target-dir"])
             .arg(self.dir.join("host-metadata"))
             .env("RUSTC_WRAPPER", current_exe()?)
-            .env(WRAP_VAR, &self.manifests)
+            .env(env::HOST_METADATA_DIR, &self.manifests)
             .env("RUSTFLAGS", format!("{} {}", self.user_rustflags, self.check_cfg));
         // The pass generates no code, so what makes a release profile non-incremental (the
         // optimizations that incremental codegen units give up) does not apply to it; after an
@@ -367,7 +370,10 @@ impl<'a> Build<'a> {
                     let list: Vec<&str> = features.iter().map(String::as_str).collect();
                     build.args(["--features", &list.join(",")]);
                 }
-                build.env("RUSTC_WRAPPER", exe).env(PROGRAM_VAR, krate).env_remove(WRAP_VAR);
+                build
+                    .env("RUSTC_WRAPPER", exe)
+                    .env(env::DEVICE_PROGRAM, krate)
+                    .env_remove(env::HOST_METADATA_DIR);
                 (build, self.profile.clone(), program.output_folder())
             }
         })

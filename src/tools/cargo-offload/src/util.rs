@@ -6,13 +6,32 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
+use crate::env;
+
 /// A failure: one line for the user, and the exit status.
 pub(crate) struct Failure(pub(crate) String, pub(crate) u8);
+
+impl Failure {
+    /// A failure with exit status 1, that of everything but bad usage and a failed program.
+    pub(crate) fn new(message: impl Into<String>) -> Failure {
+        Failure(message.into(), 1)
+    }
+
+    /// Bad usage of the command line: exit status 2.
+    pub(crate) fn usage(message: impl Into<String>) -> Failure {
+        Failure(message.into(), 2)
+    }
+
+    /// A failure whose exit status is another program's (cargo's, a failed test's).
+    pub(crate) fn with_status(message: impl Into<String>, status: u8) -> Failure {
+        Failure(message.into(), status)
+    }
+}
 
 /// A manifest that cannot be used: its error names the file and what is wrong.
 impl From<offload_manifest_format::Error> for Failure {
     fn from(error: offload_manifest_format::Error) -> Failure {
-        Failure(error.to_string(), 1)
+        Failure::new(error.to_string())
     }
 }
 
@@ -21,7 +40,7 @@ pub(crate) type Result<T> = std::result::Result<T, Failure>;
 
 /// A [`Failure`] with exit status 1.
 pub(crate) fn fail<T>(message: impl Into<String>) -> Result<T> {
-    Err(Failure(message.into(), 1))
+    Err(Failure::new(message))
 }
 
 /// Writes `bytes` to `path` unless it holds them already (so that its modification time, which
@@ -31,14 +50,14 @@ pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
         return Ok(false);
     }
     fs::write(path, bytes)
-        .map_err(|e| Failure(format!("cannot write {}: {e}", path.display()), 1))?;
+        .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display())))?;
     Ok(true)
 }
 
 /// Copies `from` to `to` unless `to` holds its content already; returns whether it wrote.
 pub(crate) fn copy_if_changed(from: &Path, to: &Path) -> Result<bool> {
     let bytes =
-        fs::read(from).map_err(|e| Failure(format!("cannot read {}: {e}", from.display()), 1))?;
+        fs::read(from).map_err(|e| Failure::new(format!("cannot read {}: {e}", from.display())))?;
     write_if_changed(to, &bytes)
 }
 
@@ -55,9 +74,9 @@ pub(crate) fn forget_other_compilers_output(dir: &Path) -> Result<()> {
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
     };
-    let version = run(&["-vV"]).map_err(|e| Failure(format!("cannot run rustc: {e}"), 1))?;
+    let version = run(&["-vV"]).map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
     let sysroot =
-        run(&["--print", "sysroot"]).map_err(|e| Failure(format!("cannot run rustc: {e}"), 1))?;
+        run(&["--print", "sysroot"]).map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
     let mut identity = version;
     if let Ok(entries) = fs::read_dir(Path::new(sysroot.trim()).join("lib")) {
         let mut drivers: Vec<String> = entries
@@ -79,7 +98,7 @@ pub(crate) fn forget_other_compilers_output(dir: &Path) -> Result<()> {
     }
     // The device sysroot's `core` may be rebuilt while the compiler stays: cargo does not track
     // sysroot libraries, so the device passes' outputs would still name the older one.
-    if let Some(sysroot) = std::env::var_os(crate::image_crate::DEVICE_SYSROOT_VAR) {
+    if let Some(sysroot) = std::env::var_os(env::DEVICE_SYSROOT) {
         identity
             .push_str(&fs::read_to_string(Path::new(&sysroot).join("stamp")).unwrap_or_default());
     }
@@ -102,9 +121,9 @@ pub(crate) fn forget_other_compilers_output(dir: &Path) -> Result<()> {
         }
     }
     fs::create_dir_all(dir)
-        .map_err(|e| Failure(format!("cannot create {}: {e}", dir.display()), 1))?;
+        .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
     fs::write(&record, identity)
-        .map_err(|e| Failure(format!("cannot write {}: {e}", record.display()), 1))
+        .map_err(|e| Failure::new(format!("cannot write {}: {e}", record.display())))
 }
 
 /// `s` as owned strings, as arguments arrive.

@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::args::Arch;
+use crate::env;
 use crate::util::{Failure, Result, fail};
 
 /// An LLVM tool: from `CARGO_OFFLOAD_LLVM_BIN` (default `/usr/lib/llvm-22/bin`) where it is
 /// there, else by its name on `PATH`.
 pub(crate) fn llvm_tool(name: &str) -> PathBuf {
-    let dir = std::env::var_os("CARGO_OFFLOAD_LLVM_BIN")
+    let dir = std::env::var_os(env::LLVM_BIN)
         .map(PathBuf::from)
         .unwrap_or_else(|| "/usr/lib/llvm-22/bin".into());
     let path = dir.join(name);
@@ -22,7 +23,7 @@ pub(crate) fn llvm_tool(name: &str) -> PathBuf {
 /// An NVIDIA tool (`ptxas`, `nvlink`): from `CARGO_OFFLOAD_CUDA_BIN` where it is set, else by its
 /// name on `PATH`.
 pub(crate) fn cuda_tool(name: &str) -> PathBuf {
-    match std::env::var_os("CARGO_OFFLOAD_CUDA_BIN") {
+    match std::env::var_os(env::CUDA_BIN) {
         Some(dir) => PathBuf::from(dir).join(name),
         None => PathBuf::from(name),
     }
@@ -31,7 +32,7 @@ pub(crate) fn cuda_tool(name: &str) -> PathBuf {
 /// The folder of LLVM's offload runtime (`libomptarget`, `libomp`): `CARGO_OFFLOAD_RUNTIME_LIB`,
 /// default `/usr/lib/llvm-22/lib`.
 pub(crate) fn runtime_lib_dir() -> PathBuf {
-    std::env::var_os("CARGO_OFFLOAD_RUNTIME_LIB")
+    std::env::var_os(env::RUNTIME_LIB)
         .map(PathBuf::from)
         .unwrap_or_else(|| "/usr/lib/llvm-22/lib".into())
 }
@@ -48,7 +49,7 @@ pub(crate) fn tool(
     }
     let out = cmd
         .output()
-        .map_err(|e| Failure(format!("{what}: cannot run `{}`: {e}", program.display()), 1))?;
+        .map_err(|e| Failure::new(format!("{what}: cannot run `{}`: {e}", program.display())))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         return fail(format!("{what}: `{}` refused it: {}", program.display(), stderr.trim()));

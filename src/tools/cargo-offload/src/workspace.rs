@@ -55,12 +55,12 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
     let out = cmd
         .stderr(Stdio::inherit())
         .output()
-        .map_err(|e| Failure(format!("cannot run cargo: {e}"), 1))?;
+        .map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?;
     if !out.status.success() {
-        return Err(Failure("`cargo metadata` failed (above)".into(), 1));
+        return Err(Failure::new("`cargo metadata` failed (above)"));
     }
     let meta: Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| Failure(format!("`cargo metadata` printed no JSON: {e}"), 1))?;
+        .map_err(|e| Failure::new(format!("`cargo metadata` printed no JSON: {e}")))?;
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let mut libraries = BTreeMap::new();
     let mut programs = BTreeMap::new();
@@ -161,11 +161,11 @@ pub(crate) fn host_triple() -> Result<String> {
     let out = Command::new(&rustc)
         .arg("-vV")
         .output()
-        .map_err(|e| Failure(format!("cannot run rustc: {e}"), 1))?;
+        .map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
-        .ok_or_else(|| Failure("`rustc -vV` names no host".into(), 1))
+        .ok_or_else(|| Failure::new("`rustc -vV` names no host"))
 }
 
 /// The `--release`/`--profile` of the user's cargo args, as the profile folder name.

@@ -6,13 +6,7 @@
 
 use std::process::{Command, ExitCode};
 
-/// The environment variable that tells a `cargo-offload` run by cargo as `RUSTC_WRAPPER` which
-/// pass it wraps; its value is the folder of the manifests.
-pub(crate) const WRAP_VAR: &str = "CARGO_OFFLOAD_HOST_METADATA_DIR";
-
-/// The environment variable that tells a `cargo-offload` run by cargo as `RUSTC_WRAPPER` in a
-/// device pass which crate is the program that builds the device image (its crate name).
-pub(crate) const PROGRAM_VAR: &str = "CARGO_OFFLOAD_DEVICE_PROGRAM";
+use crate::env;
 
 /// `RUSTC_WRAPPER` of the host metadata pass: gives each crate compiled for the target (cargo
 /// passes `--target` to those, not to build scripts and proc macros) its own manifest,
@@ -23,7 +17,7 @@ pub(crate) fn wrap_rustc(dir: &str, args: &[String]) -> ExitCode {
         return ExitCode::from(2);
     };
     let mut cmd = Command::new(rustc);
-    cmd.args(args).env_remove(WRAP_VAR);
+    cmd.args(args).env_remove(env::HOST_METADATA_DIR);
     if let Some(name) = manifest_name(args) {
         cmd.arg("-Zunstable-options").arg(format!("-Zoffload=HostMetadata={dir}/{name}.json"));
     }
@@ -40,7 +34,7 @@ pub(crate) fn wrap_program_rustc(program: &str, args: &[String]) -> ExitCode {
         return ExitCode::from(2);
     };
     let mut cmd = Command::new(rustc);
-    cmd.env_remove(PROGRAM_VAR);
+    cmd.env_remove(env::DEVICE_PROGRAM);
     if crate_name(args) == Some("___") && args.iter().any(|a| a == "--print=file-names") {
         return probe_with_programs(cmd.args(args));
     }
