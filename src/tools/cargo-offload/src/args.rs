@@ -1,8 +1,11 @@
-//! The command line of `cargo offload`: its usage text, the `--offload-arch` values ([`Arch`])
-//! and the split of the arguments into archs, cargo's arguments and the program's
-//! ([`parse_args`]).
+//! The command line of `cargo offload`: its usage text, its commands ([`Verb`]), the
+//! `--offload-arch` values ([`Arch`]) and the split of the arguments into archs, cargo's
+//! arguments and the program's ([`parse_args`]).
 
 use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
 
 use crate::util::{Failure, Result};
 
@@ -29,6 +32,60 @@ every function; unset: --build-std), CARGO_OFFLOAD_LLVM_BIN (default /usr/lib/ll
 CARGO_OFFLOAD_RUNTIME_LIB (default /usr/lib/llvm-22/lib), CARGO_OFFLOAD_CUDA_BIN (ptxas and
 nvlink; default: PATH)
 ";
+
+/// The command of `cargo offload`, the first argument. In the run plan it is its name
+/// ([`Verb::as_str`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
+pub(crate) enum Verb {
+    /// `build`: the programs.
+    Build,
+    /// `run`: build, then run the one program.
+    Run,
+    /// `test`: build and run the test programs.
+    Test,
+    /// `bundle`: build, then write the programs with what they load into a folder.
+    Bundle,
+}
+
+impl Verb {
+    /// Every command, for parsing by name.
+    const ALL: [Verb; 4] = [Verb::Build, Verb::Run, Verb::Test, Verb::Bundle];
+
+    /// The command's name on the command line.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Verb::Build => "build",
+            Verb::Run => "run",
+            Verb::Test => "test",
+            Verb::Bundle => "bundle",
+        }
+    }
+}
+
+/// Parses a command by its name; the error is the usage error's first line.
+impl FromStr for Verb {
+    type Err = String;
+
+    fn from_str(name: &str) -> std::result::Result<Verb, String> {
+        let known = Verb::ALL.into_iter().find(|verb| verb.as_str() == name);
+        known.ok_or_else(|| format!("unknown command `{name}`"))
+    }
+}
+
+impl From<Verb> for &'static str {
+    fn from(verb: Verb) -> &'static str {
+        verb.as_str()
+    }
+}
+
+impl TryFrom<String> for Verb {
+    type Error = String;
+
+    fn try_from(name: String) -> std::result::Result<Verb, String> {
+        name.parse()
+    }
+}
 
 /// One `--offload-arch` value.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,8 +124,8 @@ impl Arch {
 /// The command line of `cargo offload`.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Invocation {
-    /// `build`, `run` or `test`.
-    pub(crate) verb: String,
+    /// The command.
+    pub(crate) verb: Verb,
     /// The `--offload-arch` values, as given.
     pub(crate) archs: Vec<String>,
     /// Everything else before `--`, given to every cargo pass that builds the user's crates.
@@ -82,13 +139,38 @@ pub(crate) struct Invocation {
     pub(crate) bundle_out: Option<PathBuf>,
 }
 
+/// A usage error: `message`, then the usage text.
+fn usage_error(message: &str) -> Failure {
+    Failure::usage(format!("{message}\n{USAGE}"))
+}
+
+/// Whether `arg` is `flag` or `flag=VALUE`.
+pub(crate) fn is_flag(arg: &str, flag: &str) -> bool {
+    arg.strip_prefix(flag).is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+}
+
+/// The value of `flag` when `arg` is `flag=VALUE`, or `flag` followed by VALUE (taken from
+/// `rest`); `None` when `arg` is another argument. `flag` as the last argument is a usage
+/// error: "`flag` needs `needs`".
+fn flag_value<'a>(
+    flag: &str,
+    needs: &str,
+    arg: &'a str,
+    rest: &mut impl Iterator<Item = &'a String>,
+) -> Result<Option<&'a str>> {
+    if arg == flag {
+        return match rest.next() {
+            Some(value) => Ok(Some(value)),
+            None => Err(usage_error(&format!("`{flag}` needs {needs}"))),
+        };
+    }
+    Ok(arg.strip_prefix(flag).and_then(|rest| rest.strip_prefix('=')))
+}
+
 /// Parses `args` (after `cargo offload`).
 pub(crate) fn parse_args(args: &[String]) -> Result<Invocation> {
-    let usage = |m: &str| Err(Failure::usage(format!("{m}\n{USAGE}")));
-    let Some(verb) = args.first() else { return usage("no command given") };
-    if !matches!(verb.as_str(), "build" | "run" | "test" | "bundle") {
-        return usage(&format!("unknown command `{verb}`"));
-    }
+    let Some(verb) = args.first() else { return Err(usage_error("no command given")) };
+    let verb: Verb = verb.parse().map_err(|message: String| usage_error(&message))?;
     let mut archs = Vec::new();
     let mut cargo_args = Vec::new();
     let mut program_args = Vec::new();
@@ -104,43 +186,37 @@ pub(crate) fn parse_args(args: &[String]) -> Result<Invocation> {
             build_std = true;
             continue;
         }
-        if verb == "bundle" && (arg == "--out" || arg.starts_with("--out=")) {
-            match arg.strip_prefix("--out=").map(str::to_string).or_else(|| rest.next().cloned()) {
-                Some(dir) if !dir.is_empty() => bundle_out = Some(PathBuf::from(dir)),
-                _ => return usage("`--out` needs a folder"),
+        // `--out` is cargo's (unstable) option for every other command.
+        if verb == Verb::Bundle {
+            if let Some(dir) = flag_value("--out", "a folder", arg, &mut rest)? {
+                if dir.is_empty() {
+                    return Err(usage_error("`--out` needs a folder"));
+                }
+                bundle_out = Some(PathBuf::from(dir));
+                continue;
             }
+        }
+        if let Some(list) = flag_value("--offload-arch", "a value", arg, &mut rest)? {
+            archs.extend(list.split(',').filter(|a| !a.is_empty()).map(str::to_string));
             continue;
         }
-        let value = if let Some(v) = arg.strip_prefix("--offload-arch=") {
-            Some(v.to_string())
-        } else if arg == "--offload-arch" {
-            match rest.next() {
-                Some(v) => Some(v.clone()),
-                None => return usage("`--offload-arch` needs a value"),
-            }
-        } else {
-            None
-        };
-        match value {
-            Some(v) => archs.extend(v.split(',').filter(|a| !a.is_empty()).map(str::to_string)),
-            None => {
-                if arg == "--target" || arg.starts_with("--target=") {
-                    return usage(
-                        "`--target` comes from `--offload-arch`; cargo offload builds the host \
-                         for this machine",
-                    );
-                }
-                cargo_args.push(arg.clone())
-            }
+        if is_flag(arg, "--target") {
+            return Err(usage_error(
+                "`--target` comes from `--offload-arch`; cargo offload builds the host for this \
+                 machine",
+            ));
         }
+        cargo_args.push(arg.clone());
     }
     if archs.is_empty() {
-        return usage("no `--offload-arch` given");
+        return Err(usage_error("no `--offload-arch` given"));
     }
-    if verb == "bundle" && !program_args.is_empty() {
-        return usage("`bundle` runs nothing: program arguments go to its start scripts");
+    if verb == Verb::Bundle && !program_args.is_empty() {
+        return Err(usage_error(
+            "`bundle` runs nothing: program arguments go to its start scripts",
+        ));
     }
-    Ok(Invocation { verb: verb.clone(), archs, cargo_args, program_args, build_std, bundle_out })
+    Ok(Invocation { verb, archs, cargo_args, program_args, build_std, bundle_out })
 }
 
 #[cfg(test)]
@@ -154,6 +230,20 @@ mod tests {
         for var in [env::DEVICE_SYSROOT, env::LLVM_BIN, env::RUNTIME_LIB, env::CUDA_BIN] {
             assert!(USAGE.contains(var), "the usage text does not name {var}");
         }
+    }
+
+    #[test]
+    fn verbs_parse_by_the_names_they_print() {
+        for verb in Verb::ALL {
+            assert_eq!(verb.as_str().parse(), Ok(verb));
+            let json = serde_json::to_string(&verb).unwrap();
+            assert_eq!(json, format!("\"{}\"", verb.as_str()));
+            assert_eq!(serde_json::from_str::<Verb>(&json).ok(), Some(verb));
+        }
+        assert_eq!("publish".parse::<Verb>(), Err("unknown command `publish`".to_string()));
+        assert!(serde_json::from_str::<Verb>("\"Run\"").is_err());
+        assert!(is_flag("--target", "--target") && is_flag("--target=x", "--target"));
+        assert!(!is_flag("--targets", "--target") && !is_flag("-target", "--target"));
     }
 
     #[test]
@@ -187,7 +277,7 @@ mod tests {
         ]))
         .ok()
         .unwrap();
-        assert_eq!(inv.verb, "run");
+        assert_eq!(inv.verb, Verb::Run);
         assert_eq!(inv.archs, strings(&["host", "sm_90", "gfx90a"]));
         assert_eq!(inv.cargo_args, strings(&["--release"]));
         assert_eq!(inv.program_args, strings(&["-n", "3"]));

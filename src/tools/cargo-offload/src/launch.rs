@@ -25,6 +25,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus};
 
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::args::Verb;
 use crate::env;
 use crate::util::{Failure, Result, fail};
 
@@ -49,97 +52,75 @@ fn report_library() -> Result<PathBuf> {
 }
 
 /// One program to run: what the loader needs, as seen inside the sysroot.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Run {
     /// The program's path inside the sysroot.
     pub(crate) program: String,
     /// Its arguments (`cargo offload run|test -- ARGS`).
     pub(crate) args: Vec<String>,
     /// The dynamic loader the program asks for.
+    #[serde(serialize_with = "path_as_text")]
     pub(crate) loader: PathBuf,
     /// The folders of the libraries it loads, each once, in the order `ldd` lists them.
+    #[serde(serialize_with = "paths_as_text")]
     pub(crate) library_path: Vec<PathBuf>,
 }
 
-/// What `run` and `test` leave for `./x.py` to run outside the sysroot.
-#[derive(Debug, PartialEq)]
+/// What `run` and `test` leave for `./x.py` to run outside the sysroot: a JSON file that this
+/// same `cargo-offload` reads back with `--run-plan` ([`Plan::encode`], [`Plan::decode`]).
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Plan {
-    /// `run` or `test`.
-    pub(crate) verb: String,
+    /// [`PLAN_FORMAT`], so that a plan that another `cargo-offload` wrote is refused.
+    format: String,
+    /// `run` (one program) or `test` (one or more).
+    pub(crate) verb: Verb,
+    /// The programs, in the order to run them.
     pub(crate) runs: Vec<Run>,
 }
 
-/// The first line of a plan file.
-const PLAN_MAGIC: &str = "cargo-offload-plan 1";
+/// The `format` of a plan file.
+const PLAN_FORMAT: &str = "cargo-offload-plan 2";
+
+/// A path as text in the plan: the library paths come from `ldd`'s output, which is read as text
+/// (lossily) anyway, so a path that is not UTF-8 is written lossily rather than failing the plan
+/// (serde's own `Path` refuses it).
+fn path_as_text<S: Serializer>(path: &Path, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
+}
+
+/// Paths as text in the plan ([`path_as_text`]).
+fn paths_as_text<S: Serializer>(
+    paths: &[PathBuf],
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    serializer.collect_seq(paths.iter().map(|path| path.to_string_lossy()))
+}
 
 impl Plan {
-    /// The plan as text: [`PLAN_MAGIC`], then records of fields, each record its field count
-    /// on a line, each field its byte length on a line and its bytes and a newline (so that
-    /// arguments may hold any text, newlines included). The first record is the verb; then one per
-    /// program: program, loader, the library folders joined by `:`, then its arguments.
-    pub(crate) fn encode(&self) -> String {
-        let mut out = format!("{PLAN_MAGIC}\n");
-        let mut record = |fields: Vec<String>| {
-            out.push_str(&format!("{}\n", fields.len()));
-            for field in fields {
-                out.push_str(&format!("{}\n{field}\n", field.len()));
-            }
-        };
-        record(vec![self.verb.clone()]);
-        for run in &self.runs {
-            let dirs: Vec<String> =
-                run.library_path.iter().map(|d| d.display().to_string()).collect();
-            let mut fields =
-                vec![run.program.clone(), run.loader.display().to_string(), dirs.join(":")];
-            fields.extend(run.args.iter().cloned());
-            record(fields);
-        }
-        out
+    /// The plan of `runs` for `verb`.
+    pub(crate) fn new(verb: Verb, runs: Vec<Run>) -> Plan {
+        Plan { format: PLAN_FORMAT.to_string(), verb, runs }
     }
 
-    /// Reads what [`Plan::encode`] wrote; `None` for anything else.
+    /// The plan as JSON.
+    pub(crate) fn encode(&self) -> String {
+        // Strings, lists and text paths only: nothing that JSON cannot hold.
+        serde_json::to_string_pretty(self).expect("a run plan is plain JSON")
+    }
+
+    /// Reads what [`Plan::encode`] wrote; `None` for anything else: another format, or a plan
+    /// whose programs do not fit its verb.
     pub(crate) fn decode(text: &str) -> Option<Plan> {
-        let mut rest = text.strip_prefix(PLAN_MAGIC)?.strip_prefix('\n')?;
-        let line = |rest: &mut &str| -> Option<usize> {
-            let (number, after) = rest.split_once('\n')?;
-            *rest = after;
-            number.parse().ok()
-        };
-        let mut records = Vec::new();
-        while !rest.is_empty() {
-            let count = line(&mut rest)?;
-            let mut fields = Vec::new();
-            for _ in 0..count {
-                let len = line(&mut rest)?;
-                let field = rest.get(..len)?;
-                rest = rest.get(len..)?.strip_prefix('\n')?;
-                fields.push(field.to_string());
-            }
-            records.push(fields);
-        }
-        let mut records = records.into_iter();
-        let verb = records.next()?.into_iter().next()?;
+        let plan: Plan = serde_json::from_str(text).ok()?;
         // `run` runs one program, `test` one or more.
-        let count = records.len();
-        if !(verb == "run" && count == 1 || verb == "test" && count > 0) {
-            return None;
-        }
-        let runs = records
-            .map(|fields| {
-                let mut fields = fields.into_iter();
-                let program = fields.next()?;
-                let loader = PathBuf::from(fields.next()?);
-                let dirs = fields.next()?;
-                let library_path = dirs.split(':').filter(|d| !d.is_empty()).map(PathBuf::from);
-                Some(Run {
-                    program,
-                    loader,
-                    library_path: library_path.collect(),
-                    args: fields.collect(),
-                })
-            })
-            .collect::<Option<Vec<Run>>>()?;
-        Some(Plan { verb, runs })
+        let fits = match plan.verb {
+            Verb::Run => plan.runs.len() == 1,
+            Verb::Test => !plan.runs.is_empty(),
+            Verb::Build | Verb::Bundle => false,
+        };
+        (plan.format == PLAN_FORMAT && fits).then_some(plan)
     }
 }
 
@@ -208,9 +189,9 @@ fn loader_and_folders(program: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
 /// 4. `run` runs the one program the host pass built, `test` every test program (stopping at
 /// the first that fails), each in place, or, with [`env::RUN_PLAN`] set, writes them into the plan
 /// for `./x.py` to run on the machine's own OS.
-pub(crate) fn run_programs(verb: &str, programs: &[String], args: &[String]) -> Result<ExitCode> {
+pub(crate) fn run_programs(verb: Verb, programs: &[String], args: &[String]) -> Result<ExitCode> {
     let programs = match verb {
-        "run" => match programs {
+        Verb::Run => match programs {
             [_] => programs.to_vec(),
             [] => return fail("the host pass built no program to run"),
             _ => {
@@ -221,8 +202,8 @@ pub(crate) fn run_programs(verb: &str, programs: &[String], args: &[String]) -> 
                 ));
             }
         },
-        "test" => programs.to_vec(),
-        _ => return Ok(ExitCode::SUCCESS),
+        Verb::Test => programs.to_vec(),
+        Verb::Build | Verb::Bundle => return Ok(ExitCode::SUCCESS),
     };
     if let Some(plan_file) = std::env::var_os(env::RUN_PLAN) {
         let mut runs = Vec::new();
@@ -230,7 +211,7 @@ pub(crate) fn run_programs(verb: &str, programs: &[String], args: &[String]) -> 
             let (loader, library_path) = loader_and_folders(Path::new(&program))?;
             runs.push(Run { program, args: args.to_vec(), loader, library_path });
         }
-        let plan = Plan { verb: verb.to_string(), runs };
+        let plan = Plan::new(verb, runs);
         fs::write(&plan_file, plan.encode()).map_err(|e| {
             Failure::new(format!("cannot write {}: {e}", Path::new(&plan_file).display()))
         })?;
@@ -258,14 +239,14 @@ pub(crate) fn run_programs(verb: &str, programs: &[String], args: &[String]) -> 
 /// Runs `start(program)` for each program: `run`'s exit status is the program's; `test` stops
 /// at the first program that fails, with status 101.
 fn run_each(
-    verb: &str,
+    verb: Verb,
     programs: &[String],
     mut start: impl FnMut(&str) -> Result<ExitStatus>,
 ) -> Result<ExitCode> {
     for program in programs {
         let status = start(program)?;
         let code = exit_code(program, status);
-        if verb == "run" {
+        if verb == Verb::Run {
             return Ok(ExitCode::from(code));
         }
         if code != 0 {
@@ -307,7 +288,7 @@ pub(crate) fn run_plan(file: &Path) -> Result<ExitCode> {
     let outside = |p: &Path| outside_path(&root, &binds, p);
     let programs: Vec<String> = plan.runs.iter().map(|r| r.program.clone()).collect();
     let mut runs = plan.runs.iter();
-    run_each(&plan.verb, &programs, |program| {
+    run_each(plan.verb, &programs, |program| {
         let run = runs.next().expect("one run per program");
         let path = outside(Path::new(program));
         let folders: Vec<String> =
@@ -570,16 +551,17 @@ mod tests {
 
     #[test]
     fn plans_read_back_as_written() {
-        let plan = Plan {
-            verb: "test".to_string(),
-            runs: vec![
+        let plan = Plan::new(
+            Verb::Test,
+            vec![
                 Run {
                     program: "/w/target/a".to_string(),
-                    args: strings(&["", "two\nlines", "x:y", "3"]),
+                    args: strings(&["", "two\nlines", "x:y", "3", "\"quoted\" \\ ü"]),
                     loader: PathBuf::from("/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"),
                     library_path: vec![
                         PathBuf::from("/usr/lib/llvm-22/lib"),
                         PathBuf::from("/usr/lib/x86_64-linux-gnu"),
+                        PathBuf::from("/opt/lib: ü"),
                     ],
                 },
                 Run {
@@ -589,14 +571,44 @@ mod tests {
                     library_path: vec![],
                 },
             ],
-        };
-        assert_eq!(Plan::decode(&plan.encode()).as_ref(), Some(&plan));
-        assert_eq!(Plan::decode("cargo-offload-plan 1\n1\n99\nrun\n"), None, "a short field");
+        );
+        let text = plan.encode();
+        assert_eq!(Plan::decode(&text).as_ref(), Some(&plan));
+        let other_format = text.replace(PLAN_FORMAT, "cargo-offload-plan 3");
+        assert_ne!(other_format, text);
+        assert_eq!(Plan::decode(&other_format), None, "another format");
+        assert_eq!(Plan::decode("cargo-offload-plan 1\n1\n3\nrun\n"), None, "an older plan");
+        assert_eq!(Plan::decode(&text[..text.len() - 2]), None, "a short plan");
         assert_eq!(Plan::decode("something else"), None);
-        let two_runs = Plan { verb: "run".to_string(), runs: plan.runs };
+        let two_runs = Plan::new(Verb::Run, plan.runs);
         assert_eq!(Plan::decode(&two_runs.encode()), None, "`run` runs one program");
-        let none = Plan { verb: "test".to_string(), runs: vec![] };
+        let none = Plan::new(Verb::Test, vec![]);
         assert_eq!(Plan::decode(&none.encode()), None, "no program");
+        let one = || Run {
+            program: "/a".into(),
+            args: vec![],
+            loader: "/l".into(),
+            library_path: vec![],
+        };
+        let build = Plan::new(Verb::Build, vec![one()]);
+        assert_eq!(Plan::decode(&build.encode()), None, "`build` runs nothing");
+        let run = Plan::new(Verb::Run, vec![one()]);
+        assert_eq!(Plan::decode(&run.encode()), Some(run));
+    }
+
+    #[test]
+    fn paths_that_are_not_utf8_are_written_lossily() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = PathBuf::from(std::ffi::OsStr::from_bytes(b"/lib/\xff"));
+        let run = Run {
+            program: "/a".into(),
+            args: vec![],
+            loader: odd.clone(),
+            library_path: vec![odd],
+        };
+        let read = Plan::decode(&Plan::new(Verb::Run, vec![run]).encode()).unwrap();
+        assert_eq!(read.runs[0].loader, PathBuf::from("/lib/\u{fffd}"));
+        assert_eq!(read.runs[0].library_path, [PathBuf::from("/lib/\u{fffd}")]);
     }
 
     #[test]

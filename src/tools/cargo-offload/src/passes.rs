@@ -14,7 +14,7 @@ use std::time::Instant;
 use offload_manifest_format::Manifest;
 use serde_json::Value;
 
-use crate::args::{Arch, Invocation};
+use crate::args::{Arch, Invocation, Verb};
 use crate::env;
 use crate::image_crate::{
     DEVICE_CFG, DeviceCore, ImageBuilder, device_core, image_builder, resolved_features,
@@ -110,7 +110,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     let build = Build::new(inv)?;
     // A bundle's folder is checked before the build, which takes a while.
     let bundle_out = inv.bundle_out.clone().unwrap_or_else(|| build.dir.join("bundle"));
-    if inv.verb == "bundle" {
+    if inv.verb == Verb::Bundle {
         bundle_folder(&bundle_out)?;
     }
     let metadata = build.host_metadata_pass()?;
@@ -126,11 +126,11 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     }
     let artifacts = build.host_pass(&host_rustflags)?;
     let programs = build.products(&artifacts, kernels > 0, &images_dir);
-    if inv.verb == "bundle" {
+    if inv.verb == Verb::Bundle {
         write_bundle(&bundle_out, &programs)?;
         return Ok(ExitCode::SUCCESS);
     }
-    run_programs(&inv.verb, &programs, &inv.program_args)
+    run_programs(inv.verb, &programs, &inv.program_args)
 }
 
 /// Whether the device pass into `target_dir` must forget its image: whether `key` (what
@@ -236,7 +236,7 @@ impl<'a> Build<'a> {
         let mut check = cargo_command(&self.cargo, "check");
         check
             .args(&inv.cargo_args)
-            .args(if inv.verb == "test" { test_check_targets(&inv.cargo_args) } else { &[] })
+            .args(if inv.verb == Verb::Test { test_check_targets(&inv.cargo_args) } else { &[] })
             .args(["--target", host, "--target-dir"])
             .arg(self.dir.join("host-metadata"))
             .env("RUSTC_WRAPPER", current_exe()?)
@@ -484,10 +484,10 @@ impl<'a> Build<'a> {
     fn host_pass(&self, host_rustflags: &str) -> Result<Vec<Value>> {
         let (inv, host) = (self.inv, &self.host);
         let mut host_pass =
-            cargo_command(&self.cargo, if inv.verb == "test" { "test" } else { "build" });
+            cargo_command(&self.cargo, if inv.verb == Verb::Test { "test" } else { "build" });
         host_pass
             .args(&inv.cargo_args)
-            .args(if inv.verb == "test" { &["--no-run"][..] } else { &[] })
+            .args(if inv.verb == Verb::Test { &["--no-run"][..] } else { &[] })
             .args(["--target", host, "--target-dir"])
             .arg(self.dir.join("host"))
             .env("RUSTFLAGS", host_rustflags.trim());
@@ -498,7 +498,7 @@ impl<'a> Build<'a> {
     /// examples that `cargo test` builds beside them), each named on one line; a static library
     /// is named with what to link it with, when there are `images`.
     fn products(&self, artifacts: &[Value], images: bool, images_dir: &Path) -> Vec<String> {
-        let test = self.inv.verb == "test";
+        let test = self.inv.verb == Verb::Test;
         let programs: Vec<String> = artifacts
             .iter()
             .filter(|a| !test || a["profile"]["test"].as_bool() == Some(true))
