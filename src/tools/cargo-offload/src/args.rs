@@ -187,14 +187,17 @@ pub(crate) fn parse_args(args: &[String]) -> Result<Invocation> {
             continue;
         }
         // `--out` is cargo's (unstable) option for every other command.
-        if verb == Verb::Bundle {
-            if let Some(dir) = flag_value("--out", "a folder", arg, &mut rest)? {
-                if dir.is_empty() {
-                    return Err(usage_error("`--out` needs a folder"));
-                }
-                bundle_out = Some(PathBuf::from(dir));
-                continue;
+        let out = if verb == Verb::Bundle {
+            flag_value("--out", "a folder", arg, &mut rest)?
+        } else {
+            None
+        };
+        if let Some(dir) = out {
+            if dir.is_empty() {
+                return Err(usage_error("`--out` needs a folder"));
             }
+            bundle_out = Some(PathBuf::from(dir));
+            continue;
         }
         if let Some(list) = flag_value("--offload-arch", "a value", arg, &mut rest)? {
             archs.extend(list.split(',').filter(|a| !a.is_empty()).map(str::to_string));
@@ -300,7 +303,19 @@ mod tests {
         ));
         assert!(matches!(
             parse_args(&strings(&["publish", "--offload-arch=host"])),
-            Err(Failure(m, 2)) if m.contains("unknown command")
+            Err(Failure(m, 2)) if m.starts_with("unknown command `publish`\n") && m.ends_with(USAGE)
+        ));
+        assert!(matches!(
+            parse_args(&strings(&["build", "--offload-arch"])),
+            Err(Failure(m, 2)) if m.starts_with("`--offload-arch` needs a value\n")
+        ));
+        assert!(matches!(
+            parse_args(&strings(&["bundle", "--offload-arch=host", "--out="])),
+            Err(Failure(m, 2)) if m.starts_with("`--out` needs a folder\n")
+        ));
+        assert!(matches!(
+            parse_args(&strings(&[])),
+            Err(Failure(m, 2)) if m.starts_with("no command given\n")
         ));
         let inv = parse_args(&strings(&["bundle", "--offload-arch=host", "--out", "d", "-r"]))
             .ok()

@@ -450,7 +450,27 @@ pub(crate) fn write_bundle(out: &Path, programs: &[String]) -> Result<()> {
     if programs.is_empty() {
         return fail("the host pass built no program to bundle");
     }
-    let io = |path: &Path, e: std::io::Error| Failure::new(format!("{}: {e}", path.display()));
+    let names = start_script_names(programs)?;
+    // Checked again: the build took a while.
+    let out = &bundle_folder(out)?;
+    let staging = staging_folder(out)?;
+    fill_bundle(&staging, programs, &names)?;
+    if out.exists() {
+        fs::remove_dir_all(out).map_err(|e| io_failure(out, e))?;
+    }
+    fs::rename(&staging, out).map_err(|e| io_failure(out, e))?;
+    report_bundle(out, &names);
+    Ok(())
+}
+
+/// A failure of the file system at `path`.
+fn io_failure(path: &Path, e: std::io::Error) -> Failure {
+    Failure::new(format!("{}: {e}", path.display()))
+}
+
+/// The name of each program's start script (its file name), in the order of `programs`. A
+/// name that the bundle has already (`bin`, `lib`, the mark, another program's) is refused.
+fn start_script_names(programs: &[String]) -> Result<Vec<String>> {
     let mut names: Vec<String> = Vec::new();
     for program in programs {
         let name = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned());
@@ -463,10 +483,13 @@ pub(crate) fn write_bundle(out: &Path, programs: &[String]) -> Result<()> {
         }
         names.push(name);
     }
-    // Checked again: the build took a while.
-    let out = &bundle_folder(out)?;
-    // Written beside `out` and moved into place at the end, so that a failed bundle leaves the
-    // earlier one as it was; named by this process, and refused if something is there.
+    Ok(names)
+}
+
+/// The folder in which the bundle for `out` is written, beside `out`, and moved into place at
+/// the end, so that a failed bundle leaves the earlier one as it was; named by this process,
+/// and refused if something is there.
+fn staging_folder(out: &Path) -> Result<PathBuf> {
     let staging = out.with_file_name(format!(
         ".{}.cargo-offload-{}",
         out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
@@ -475,51 +498,75 @@ pub(crate) fn write_bundle(out: &Path, programs: &[String]) -> Result<()> {
     if fs::symlink_metadata(&staging).is_ok() {
         return fail(format!("{} is in the way of the bundle; remove it", staging.display()));
     }
+    Ok(staging)
+}
+
+/// Writes the bundle into `staging`: the programs (`bin/`, as `names`) with a start script
+/// each, the libraries (`lib/`), and the mark that lists all it wrote.
+fn fill_bundle(staging: &Path, programs: &[String], names: &[String]) -> Result<()> {
     let (bin, lib) = (staging.join("bin"), staging.join("lib"));
-    fs::create_dir_all(&bin).and_then(|()| fs::create_dir_all(&lib)).map_err(|e| io(&bin, e))?;
+    fs::create_dir_all(&bin)
+        .and_then(|()| fs::create_dir_all(&lib))
+        .map_err(|e| io_failure(&bin, e))?;
     let mut entries: Vec<String> = vec!["bin".into(), "lib".into(), BUNDLE_MARK.into()];
     let report = report_library()?;
     let mut needed = libraries(&report)?;
     needed.push(("liboffload_report.so".to_string(), report));
-    for (program, name) in programs.iter().zip(&names) {
+    for (program, name) in programs.iter().zip(names) {
         let path = Path::new(program);
-        fs::copy(path, bin.join(name)).map_err(|e| io(path, e))?;
+        fs::copy(path, bin.join(name)).map_err(|e| io_failure(path, e))?;
         needed.extend(libraries(path)?);
         let script = staging.join(name);
-        fs::write(&script, start_script(name)).map_err(|e| io(&script, e))?;
+        fs::write(&script, start_script(name)).map_err(|e| io_failure(&script, e))?;
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&script, fs::Permissions::from_mode(0o755))
-            .map_err(|e| io(&script, e))?;
+            .map_err(|e| io_failure(&script, e))?;
         entries.push(name.clone());
     }
-    for (name, path) in &needed {
+    copy_libraries(&lib, &needed)?;
+    write_mark(staging, entries)?;
+    // The runtime opens `libomp` a second time by the name `libomp.so` (OMPT): a link, since
+    // the loader tells libraries apart by file, and a second copy aborts ("OMP: Error #15").
+    if lib.join("libomp.so.5").is_file() {
+        std::os::unix::fs::symlink("libomp.so.5", lib.join("libomp.so"))
+            .map_err(|e| io_failure(&lib, e))?;
+    }
+    Ok(())
+}
+
+/// Copies each of `needed` (name, path) into `lib` under its name, once; the loader must be
+/// among them.
+fn copy_libraries(lib: &Path, needed: &[(String, PathBuf)]) -> Result<()> {
+    for (name, path) in needed {
         let to = lib.join(name);
         if !to.exists() {
-            fs::copy(path, &to).map_err(|e| io(path, e))?;
+            fs::copy(path, &to).map_err(|e| io_failure(path, e))?;
         }
     }
     if !lib.join("ld-linux-x86-64.so.2").is_file() {
         return fail("ldd named no dynamic loader `ld-linux-x86-64.so.2` for the programs");
     }
+    Ok(())
+}
+
+/// Writes the mark of the bundle in `staging`: `entries` (what it wrote at its top), every file
+/// in `bin/` and `lib/`, and `lib/libomp.so`, the link made after it.
+fn write_mark(staging: &Path, mut entries: Vec<String>) -> Result<()> {
     for dir in ["bin", "lib"] {
         for inner in fs::read_dir(staging.join(dir)).into_iter().flatten().flatten() {
             entries.push(format!("{dir}/{}", inner.file_name().to_string_lossy()));
         }
     }
     entries.push("lib/libomp.so".into());
-    fs::write(staging.join(BUNDLE_MARK), entries.join("\n") + "\n").map_err(|e| io(&staging, e))?;
-    // The runtime opens `libomp` a second time by the name `libomp.so` (OMPT): a link, since
-    // the loader tells libraries apart by file, and a second copy aborts ("OMP: Error #15").
-    if lib.join("libomp.so.5").is_file() {
-        std::os::unix::fs::symlink("libomp.so.5", lib.join("libomp.so"))
-            .map_err(|e| io(&lib, e))?;
-    }
-    if out.exists() {
-        fs::remove_dir_all(out).map_err(|e| io(out, e))?;
-    }
-    fs::rename(&staging, out).map_err(|e| io(out, e))?;
+    fs::write(staging.join(BUNDLE_MARK), entries.join("\n") + "\n")
+        .map_err(|e| io_failure(staging, e))
+}
+
+/// Prints how to start each bundled program (`names`) and what the bundle `out` holds: its
+/// size, its libraries and the C library among them.
+fn report_bundle(out: &Path, names: &[String]) {
     let (bin, lib) = (out.join("bin"), out.join("lib"));
-    for name in &names {
+    for name in names {
         eprintln!("[cargo offload] bundled {name}: start it with {}", out.join(name).display());
     }
     let bytes: u64 = [&bin, &lib]
@@ -536,12 +583,11 @@ pub(crate) fn write_bundle(out: &Path, programs: &[String]) -> Result<()> {
         "[cargo offload] bundle {}: {} program{}, {} MB ({} libraries with the loader \
          lib/ld-linux-x86-64.so.2; {libc})",
         out.display(),
-        programs.len(),
-        if programs.len() == 1 { "" } else { "s" },
+        names.len(),
+        if names.len() == 1 { "" } else { "s" },
         bytes.div_ceil(1_000_000),
         fs::read_dir(&lib).map(|d| d.count()).unwrap_or(0)
     );
-    Ok(())
 }
 
 #[cfg(test)]

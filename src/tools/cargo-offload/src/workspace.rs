@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+use crate::args::is_flag;
 use crate::util::{Failure, Result};
 
 /// What `cargo metadata --no-deps` tells about the workspace.
@@ -238,11 +239,7 @@ const TARGET_SELECTION: &[&str] = &[
 /// the host pass would refuse the example. An example or bench that the user names is checked
 /// as itself, not as a test (`cargo test --example NAME` compiles it with `cfg(test)`).
 pub(crate) fn test_check_targets(cargo_args: &[String]) -> &'static [&'static str] {
-    let selects = cargo_args.iter().any(|a| {
-        TARGET_SELECTION
-            .iter()
-            .any(|f| a == f || a.strip_prefix(f).is_some_and(|r| r.starts_with('=')))
-    });
+    let selects = cargo_args.iter().any(|a| TARGET_SELECTION.iter().any(|flag| is_flag(a, flag)));
     if selects { &["--tests"] } else { &["--tests", "--examples"] }
 }
 

@@ -6,6 +6,7 @@
 
 use std::process::{Command, ExitCode};
 
+use crate::args::is_flag;
 use crate::env;
 
 /// `RUSTC_WRAPPER` of the host metadata pass: gives each crate compiled for the target (cargo
@@ -38,8 +39,8 @@ pub(crate) fn wrap_program_rustc(program: &str, args: &[String]) -> ExitCode {
     if crate_name(args) == Some("___") && args.iter().any(|a| a == "--print=file-names") {
         return probe_with_programs(cmd.args(args));
     }
-    let is_program = args.iter().any(|a| a == "--target" || a.starts_with("--target="))
-        && crate_name(args) == Some(program);
+    let is_program =
+        args.iter().any(|a| is_flag(a, "--target")) && crate_name(args) == Some(program);
     if is_program {
         cmd.args(as_rlib(args));
     } else {
@@ -139,7 +140,7 @@ fn run_rustc(rustc: &str, mut cmd: Command) -> ExitCode {
 /// The manifest name of a rustc invocation that compiles a crate for the target, `None` for
 /// cargo's probes (`--print`, crate `___`) and host-only crates (no `--target`).
 fn manifest_name(args: &[String]) -> Option<String> {
-    if !args.iter().any(|a| a == "--target" || a.starts_with("--target=")) {
+    if !args.iter().any(|a| is_flag(a, "--target")) {
         return None;
     }
     if args.iter().any(|a| a.starts_with("--print")) {
