@@ -57,7 +57,7 @@ pub fn divide(a: *mut u32, d: *const u32, n: usize) {
 }
 
 /// Statics of this crate, of a dependency (through its path and through an `extern`
-/// declaration), and a dependency function bound by symbol (S12).
+/// declaration; S12), and a dependency function bound by symbol.
 #[rustc_offload_kernel]
 pub fn tables(out: *mut f32, bits: *mut u32, n: usize) {
     let (out, bits) = unsafe {

@@ -1,4 +1,4 @@
-// The bottom of a three-crate graph (scenarios S5, S6): kernels only, no launches.
+// The bottom of a four-crate graph (scenarios S5, S6): kernels only, no launches.
 
 #![feature(rustc_attrs)]
 #![no_std]
