@@ -2,8 +2,9 @@
 //! `-Zoffload=Device=PATH` reads, as the fork's tools read, check, merge and write it.
 //!
 //! The compiler defines the format: the module documentation of
-//! `compiler/rustc_monomorphize/src/offload_manifest.rs` and its writer (`write_host_manifest`
-//! with `path_json`, `ty_json`, `args_json` and `layouts_json`); `src/doc/offload-manifest.md`
+//! `compiler/rustc_monomorphize/src/offload_manifest.rs` and its codec
+//! (`offload_manifest/codec.rs`: `manifest_json` with `path_json`, `ty_json`, `args_json` and
+//! `layouts_json`); `src/doc/offload-manifest.md`
 //! describes it for users. The types here mirror format [`FORMAT_VERSION`] field by field and
 //! key by key, because a manifest that a tool reads and writes again (the merged manifest of
 //! `cargo offload`) goes back to the compiler's device pass, which must read what the host
@@ -453,11 +454,17 @@ pub fn parse(text: &[u8], path: impl AsRef<Path>) -> Result<Manifest, Error> {
 /// and these types cannot drift apart unnoticed.
 pub fn read_exact(path: impl AsRef<Path>) -> Result<Manifest, Error> {
     let path = path.as_ref();
-    let manifest = read(path)?;
-    let error = |what: String| Error { path: path.to_path_buf(), kind: ErrorKind::Invalid(what) };
-    let text = std::fs::read(path)
+    let bytes = std::fs::read(path)
         .map_err(|e| Error { path: path.to_path_buf(), kind: ErrorKind::Read(e) })?;
-    let tree: Value = serde_json::from_slice(&text).map_err(|e| error(e.to_string()))?;
+    parse_exact(&bytes, path)
+}
+
+/// [`read_exact`] of the text `text`, read from `path` (which errors name).
+pub fn parse_exact(text: &[u8], path: impl AsRef<Path>) -> Result<Manifest, Error> {
+    let path = path.as_ref();
+    let manifest = parse(text, path)?;
+    let error = |what: String| Error { path: path.to_path_buf(), kind: ErrorKind::Invalid(what) };
+    let tree: Value = serde_json::from_slice(text).map_err(|e| error(e.to_string()))?;
     let written = serde_json::to_value(&manifest).expect("a manifest has only string keys");
     match first_difference(&tree, &written, String::new()) {
         None => Ok(manifest),

@@ -731,9 +731,10 @@ pub fn main(args: &[String]) -> Result<bool, String> {
     let seed_path = work.join("seed.json");
     let seed_text = std::fs::read_to_string(&seed_path)
         .map_err(|e| format!("cannot read the seed manifest {}: {e}", seed_path.display()))?;
-    // The seed must be a valid manifest; its JSON tree, which the mutations work on, is the
-    // library's serialization of it, equal to the file's tree (nothing is dropped or renamed).
-    let parsed = offload_manifest_format::parse(seed_text.as_bytes(), &seed_path)
+    // The seed must be a valid manifest that the library keeps whole (`parse_exact`), so that
+    // its JSON tree, which the mutations work on, is the file's tree: no field the compiler
+    // writes is left out of the mutants.
+    let parsed = offload_manifest_format::parse_exact(seed_text.as_bytes(), &seed_path)
         .map_err(|e| format!("the seed manifest: {e}"))?;
     let seed_manifest = serde_json::to_value(&parsed).map_err(|e| e.to_string())?;
     let krate = parsed.krate;

@@ -243,8 +243,7 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
         crate::style::rustfmt(cache)?;
         crate::style::tidy(project, cache)?;
         series_apply(project, cache)?;
-        let timer =
-            Timer::start("TEST", "manifest printer and cargo-offload tests (cargo test, offline)");
+        let timer = Timer::start("TEST", "our tools' own tests (cargo test, offline)");
         test_manifest_tool(project, cache)?;
         test_cargo_offload(project, cache)?;
         timer.done();
@@ -348,7 +347,7 @@ pub fn fuzz_run(project: &Path, cache: &Cache, seed: u64, first: u64, count: u64
         "FUZZ",
         format!("{count} mutated manifests through the device pass (seed {seed})"),
     );
-    let tool = manifest_tool(project, cache)?;
+    let tool = manifest_tool(project, cache, "FUZZ")?;
     let work = cache.root.join("fuzz");
     let _ = fs::remove_dir_all(&work);
     fs::create_dir_all(&work).map_err(|e| Failure {

@@ -253,6 +253,7 @@ fn check_gpu_only_bundle(cache: &Cache, ws: &Path, work: &Path) -> Result<()> {
     let args = ["offload", "bundle", "--release", "--offload-arch=sm_90", "--out"];
     x_cargo(cache, ws, &[&args[..], &[gpu_only.to_str().unwrap()]].concat(), &[])?;
     let fresh = Fresh(std::env::temp_dir().join(format!("offload-sm90-{}", std::process::id())));
+    let _ = fs::remove_dir_all(&fresh.0);
     fs::create_dir_all(fresh.0.join("empty")).map_err(|e| io(&fresh.0, e))?;
     let output = start_bare(&fresh.0, &gpu_only.join("app"), &[], true)?;
     let stderr = String::from_utf8_lossy(&output.stderr);

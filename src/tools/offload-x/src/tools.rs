@@ -38,16 +38,17 @@ fn tool_cargo(project: &Path, cache: &Cache, tool: &str, args: &[&str]) -> Comma
     cmd
 }
 
-/// Builds `src/tools/offload-manifest` (the manifest printer); returns its path.
-pub fn manifest_tool(project: &Path, cache: &Cache) -> Result<PathBuf> {
+/// Builds `src/tools/offload-manifest` (the manifest printer) for the step `step`; returns its
+/// path.
+pub fn manifest_tool(project: &Path, cache: &Cache, step: &'static str) -> Result<PathBuf> {
     if !upstream::is_ready(cache) {
         return fail(
-            "JOB",
+            step,
             "the manifest printer builds from upstream's vendored crates: run `./x.py build` first",
         );
     }
     crate::ui::run_captured(
-        "JOB",
+        step,
         &mut manifest_tool_cargo(project, cache, &["build", "--release"]),
     )?;
     Ok(cache.root.join("tools-target/release/offload-manifest"))
@@ -55,7 +56,7 @@ pub fn manifest_tool(project: &Path, cache: &Cache) -> Result<PathBuf> {
 
 /// The text dump of the manifest at `path` (see `src/tools/offload-manifest`).
 pub fn dump_manifest(project: &Path, cache: &Cache, path: &Path) -> Result<String> {
-    let tool = manifest_tool(project, cache)?;
+    let tool = manifest_tool(project, cache, "JOB")?;
     let out = crate::ui::run_captured("JOB", Command::new(&tool).arg(path))?;
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -79,7 +80,7 @@ pub fn install_cargo_offload(project: &Path, cache: &Cache) -> Result<PathBuf> {
         "BUILD",
         &mut tool_cargo(project, cache, "offload-report", &["build", "--release"]),
     )?;
-    let printer = manifest_tool(project, cache)?;
+    let printer = manifest_tool(project, cache, "BUILD")?;
     let release = cache.root.join("tools-target/release");
     let installed = offload_tools_bin(cache).join("cargo-offload");
     let report = offload_tools_bin(cache).join("../lib/liboffload_report.so");
