@@ -248,6 +248,8 @@ pub struct DeviceTarget {
     /// What the loadable image is, as `cargo offload` reports it: `shared object`, `code
     /// object`, `cubin`.
     pub image_kind: &'static str,
+    /// The extension `cargo offload` gives the loadable image: `so`, `cubin`.
+    pub loadable_extension: &'static str,
     /// How the loadable image names its kernels.
     pub kernel_symbols: KernelSymbols,
     /// The vendor steps, in order, from the device bitcode ([`Role::Input`]) to the loadable
@@ -266,6 +268,7 @@ pub const AMDGCN: DeviceTarget = DeviceTarget {
     library_cpu: Some("gfx90a"),
     in_gpu_sysroot: true,
     image_kind: "code object",
+    loadable_extension: "so",
     kernel_symbols: KernelSymbols::Descriptors,
     vendor_steps: &[
         Step {
@@ -306,6 +309,7 @@ pub const NVPTX: DeviceTarget = DeviceTarget {
     library_cpu: None,
     in_gpu_sysroot: true,
     image_kind: "cubin",
+    loadable_extension: "cubin",
     kernel_symbols: KernelSymbols::GlobalFunctions,
     vendor_steps: &[
         Step {
@@ -357,6 +361,7 @@ pub const CPU: DeviceTarget = DeviceTarget {
     library_cpu: None,
     in_gpu_sysroot: false,
     image_kind: "shared object",
+    loadable_extension: "so",
     kernel_symbols: KernelSymbols::GlobalFunctions,
     vendor_steps: &[
         Step {
@@ -488,6 +493,7 @@ fn args_json(args: &[Arg]) -> String {
 ///               "default_arch": "gfx90a", "arch_is_cpu": true,
 ///               "pass_flags": ["-Ctarget-cpu={arch}"], "library_cpu": "gfx90a" (or null),
 ///               "in_gpu_sysroot": true, "image_kind": "code object",
+///               "loadable_extension": "so",
 ///               "kernel_symbols": "descriptors" (or "global-functions"),
 ///               "vendor_steps": [{"tools": "llvm" (or "cuda"), "program": "llc",
 ///                                 "args": ["{opt}", "-mcpu={arch}", ..., "{input}", "-o",
@@ -527,6 +533,7 @@ pub fn to_json() -> String {
             ("library_cpu", t.library_cpu.map_or("null".to_string(), quote)),
             ("in_gpu_sysroot", t.in_gpu_sysroot.to_string()),
             ("image_kind", quote(t.image_kind)),
+            ("loadable_extension", quote(t.loadable_extension)),
             ("kernel_symbols", quote(t.kernel_symbols.as_str())),
             ("vendor_steps", array(steps)),
         ];
