@@ -257,6 +257,13 @@ pub struct DeviceTarget {
     pub vendor_steps: &'static [Step],
 }
 
+impl DeviceTarget {
+    /// The device of its [`default_arch`](DeviceTarget::default_arch).
+    pub fn default_device(&'static self) -> Device {
+        Device { name: self.default_arch.to_string(), target: self }
+    }
+}
+
 /// AMD GPUs. amdgcn has no default GPU: the fork's builds of its libraries take gfx90a.
 pub const AMDGCN: DeviceTarget = DeviceTarget {
     kind: Kind::Amdgcn,
@@ -581,6 +588,7 @@ mod tests {
         for target in TARGETS {
             let device = for_arch(target.default_arch).unwrap();
             assert_eq!(device.target, target);
+            assert_eq!(target.default_device(), device);
             assert_eq!(by_triple(target.triple), Some(target));
         }
         assert_eq!(by_triple("wasm32-unknown-unknown"), None);
