@@ -121,7 +121,11 @@ import sys
 import time
 
 MODES = ["stock", "base", "ours", "floor"]
-TARGETS = {"amdgcn-amd-amdhsa": "gfx90a", "nvptx64-nvidia-cuda": None}
+# The GPU targets of the device targets' table (`--device-targets`, see `load_device_targets`):
+# {triple: its row}, in the table's order. Filled in by `main`.
+TARGETS = {}
+# The host triple, from the same table.
+HOST = None
 SCALING = [0, 1000, 5000]
 # Input (d): the suite in the 1.95 style.
 SUITE_195 = "suite_195"
@@ -144,20 +148,72 @@ def image_bitcode(image, target, scratch):
     return bc
 
 
+def load_device_targets(path):
+    """Reads the device targets' table that `./x.py bench` writes (`offload_targets::to_json`
+    of src/tools/offload-targets) and fills in `TARGETS` (its GPU targets: those whose `core`
+    `./x.py build` puts into the GPU sysroot) and `HOST`. Exits with an error when the file is
+    missing or not such a table."""
+    global HOST
+    try:
+        with open(path) as f:
+            table = json.load(f)
+        gpus = {t["triple"]: t for t in table["targets"] if t["in_gpu_sysroot"]}
+        keys = ("kind", "default_arch", "library_cpu", "pass_flags", "loadable_extension", "vendor_steps")
+        for t in gpus.values():
+            for key in keys:
+                if key not in t:
+                    raise KeyError(f"{t['triple']}: {key}")
+            for step in t["vendor_steps"]:
+                if not {"tools", "program", "args"} <= step.keys():
+                    raise KeyError(f"{t['triple']}: a vendor step without tools, program or args")
+        host = table["host_triple"]
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        # json.JSONDecodeError is a ValueError.
+        sys.exit(f"error: [BENCH] --device-targets {path}: not the device targets' table of "
+                 f"`offload_targets::to_json`: {e!r}")
+    TARGETS.clear()
+    TARGETS.update(gpus)
+    HOST = host
+
+
+def expand_arg(arg, arch, files):
+    """One argument of the table (`pass_flags`, a vendor step's `args`) for `arch` and the step's
+    `files` ({role: path}): `{arch}` in it becomes the arch, a whole `{<role>}` the file, and
+    `{opt}` (the optimization level, which the benchmark's checks leave to `llc`) nothing."""
+    if arg == "{opt}":
+        return []
+    if arg.startswith("{") and arg.endswith("}") and arg[1:-1] in files:
+        return [files[arg[1:-1]]]
+    return [arg.replace("{arch}", arch)]
+
+
+def device_pass_flags(target):
+    """The rustc flags of the benchmark's device passes for `target`: the table's `pass_flags`
+    (`-Ctarget-cpu=`) for its `library_cpu`, as the GPU sysroot's `core` is built; none where the
+    target has a default CPU."""
+    cpu = TARGETS[target]["library_cpu"]
+    return [a for arg in TARGETS[target]["pass_flags"] for a in expand_arg(arg, cpu, {})] if cpu else []
+
+
 def vendor_check(bc, target, cuda_bin, scratch):
-    """Runs the GPU vendors' tools on an image's bitcode, as the offload runtime would load it
-    (the same steps as `vendor_check` in src/tools/run-make-support/src/offload/image.rs): amdgcn
+    """Runs the GPU vendors' tools on an image's bitcode, as the offload runtime would load it:
+    the target's vendor steps of the device targets' table for its default arch (the same
+    steps as `vendor_check` in src/tools/run-make-support/src/offload/image.rs): amdgcn
     `llc -mcpu=gfx90a` then `ld.lld -shared --no-undefined`; nvptx `llc -mcpu=sm_90`, then
     `ptxas -arch=sm_90 -c` and `nvlink -arch=sm_90` from `cuda_bin`. Returns None when they
     accept it, else the failing tool and its first line of complaint."""
     out = os.path.join(scratch, "vendor")
-    if target.startswith("amdgcn"):
-        steps = [["llc", "-mcpu=gfx90a", "--amdhsa-code-object-version=5", "-filetype=obj", bc, "-o", out + ".o"],
-                 ["ld.lld", "-shared", "--no-undefined", out + ".o", "-o", out + ".so"]]
-    else:
-        steps = [["llc", "-mcpu=sm_90", bc, "-o", out + ".ptx"],
-                 [os.path.join(cuda_bin, "ptxas"), "-arch=sm_90", "-c", out + ".ptx", "-o", out + ".cubin"],
-                 [os.path.join(cuda_bin, "nvlink"), "-arch=sm_90", out + ".cubin", "-o", out + ".linked.cubin"]]
+    t = TARGETS[target]
+    ext = t["loadable_extension"]
+    # The files' names: a cubin target's object (`ptxas -c`'s) is `vendor.cubin` and its linked
+    # image `vendor.linked.cubin`; a shared object's are `vendor.o` and `vendor.so`.
+    files = {"input": bc, "assembly": out + ".ptx",
+             "object": out + (".o" if ext == "so" else "." + ext),
+             "loadable": out + ("." + ext if ext == "so" else ".linked." + ext)}
+    steps = []
+    for step in t["vendor_steps"]:
+        program = step["program"] if step["tools"] == "llvm" else os.path.join(cuda_bin, step["program"])
+        steps.append([program] + [a for arg in step["args"] for a in expand_arg(arg, t["default_arch"], files)])
     for step in steps:
         r = subprocess.run(step, capture_output=True, text=True)
         if r.returncode != 0:
@@ -208,11 +264,12 @@ def kernel_label(symbol, manifest_text=None):
     return f"{inst.group(1)}::<{inst.group(2)}>" if inst else name
 
 
-def nvptx_quality(bc, cuda_bin, scratch):
-    """{entry symbol: {metric: value}} from `llc -mcpu=sm_90 -O3` and `ptxas -arch=sm_90 -v`."""
+def nvptx_quality(bc, cuda_bin, scratch, arch):
+    """{entry symbol: {metric: value}} from `llc -mcpu=<arch> -O3` and `ptxas -arch=<arch> -v`
+    (`arch`: the table's default, sm_90)."""
     ptx, cubin = os.path.join(scratch, "q.ptx"), os.path.join(scratch, "q.cubin")
-    subprocess.run(["llc", "-mcpu=sm_90", "-O3", bc, "-o", ptx], check=True)
-    r = subprocess.run([os.path.join(cuda_bin, "ptxas"), "-arch=sm_90", "-O3", "-v", "-c", ptx, "-o", cubin],
+    subprocess.run(["llc", f"-mcpu={arch}", "-O3", bc, "-o", ptx], check=True)
+    r = subprocess.run([os.path.join(cuda_bin, "ptxas"), f"-arch={arch}", "-O3", "-v", "-c", ptx, "-o", cubin],
                        capture_output=True, text=True, check=True)
     out, current, entries = {}, None, set()
     for line in (r.stderr + r.stdout).splitlines():
@@ -233,8 +290,9 @@ def nvptx_quality(bc, cuda_bin, scratch):
     return {k: v for k, v in out.items() if k in entries}
 
 
-def amdgcn_quality(bc, scratch):
-    """{kernel symbol: {metric: value}} from `llc -mcpu=gfx90a -O3`'s assembly: the `; Kernel
+def amdgcn_quality(bc, scratch, arch):
+    """{kernel symbol: {metric: value}} from `llc -mcpu=<arch> -O3`'s assembly (`arch`: the
+    table's default, gfx90a): the `; Kernel
     info:` block LLVM prints after each kernel (VGPRs, SGPRs, scratch bytes; device functions
     get a `; Function info:` block instead and are left out), and the instructions of its body
     (lines that are neither labels, directives nor comments). A count that LLVM can only give
@@ -242,7 +300,7 @@ def amdgcn_quality(bc, scratch):
     and that kernel's instruction count gets ` + callees`: the comparison reports them as not
     comparable."""
     asm = os.path.join(scratch, "q.s")
-    subprocess.run(["llc", "-mcpu=gfx90a", "-O3", "--amdhsa-code-object-version=5", bc, "-o", asm], check=True)
+    subprocess.run(["llc", f"-mcpu={arch}", "-O3", "--amdhsa-code-object-version=5", bc, "-o", asm], check=True)
     out, kernels, current, in_body = {}, set(), None, False
     with open(asm) as f:
         for line in f:
@@ -388,7 +446,7 @@ class Bench:
                       LTO_MODE: args.ours, STOCK_LTO_MODE: args.stock, TOOLCHAIN_MODE: args.ours}
         # The nvptx linker of base-lto (our stage-1 sysroot's), which stock lacks.
         self.bitcode_linker = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.ours))), "lib",
-                                           "rustlib", "x86_64-unknown-linux-gnu", "bin", "self-contained",
+                                           "rustlib", HOST, "bin", "self-contained",
                                            "llvm-bitcode-linker")
         self.samples = []  # one dict per compilation
         self.images = {}  # (target, mode, crate) -> image facts
@@ -506,16 +564,15 @@ class Bench:
         return os.path.join(self.args.tree, "library")
 
     def device_flags(self, target, mode):
-        common = ["-Zunstable-options"]
-        if TARGETS[target]:
-            common.append(f"-Ctarget-cpu={TARGETS[target]}")
+        common = ["-Zunstable-options"] + device_pass_flags(target)
         if mode in ("base", LTO_MODE):
             common.append("-Zoffload=Device")
         if mode == TOOLCHAIN_MODE:
             # `core` from the toolchain, as `cargo offload` builds a device pass.
             common += ["--sysroot", self.args.device_sysroot]
         flags = {"*": list(common)}
-        if mode == STOCK_LTO_MODE and target.startswith("nvptx") and os.path.exists(self.bitcode_linker):
+        nvptx = TARGETS[target]["kind"] == "nvptx"
+        if mode == STOCK_LTO_MODE and nvptx and os.path.exists(self.bitcode_linker):
             flags[LTO_PACKAGE] = list(common) + [f"-Clinker={self.bitcode_linker}"]
         for crate in ROOTS:
             flags[crate] = list(common) + same_crate(crate)
@@ -543,7 +600,7 @@ class Bench:
         the manifest records the kernel's definition. Samples `<mode>-edit` (and
         `HOST_EDIT[mode]`, labelled with the device target), with the round as `rep`. The
         sources and the manifest are restored afterwards."""
-        host = "x86_64-unknown-linux-gnu"
+        host = HOST
         paths = {mode: self.lto_source() if mode == STOCK_LTO_MODE else os.path.join(self.ws, "src", "suite_0.rs")
                  for mode in modes}
         originals = {}
@@ -580,7 +637,7 @@ class Bench:
                 sys.exit(f"error: [BENCH] the device sysroot has no `core` for {target} ({lib} is missing): "
                          "build the toolchain (`./x.py build`) or pass --device-sysroot")
         self.prepare_workspace()
-        host = "x86_64-unknown-linux-gnu"
+        host = HOST
         for r in range(self.args.runs):
             log(f"run {r + 1} of {self.args.runs}")
             # The host metadata pass writes each root's manifest (`cargo check`, as documented).
@@ -768,8 +825,8 @@ class Bench:
                                         delta_bytes=(img["bytes"] - img0["bytes"]) if img and img0 else None,
                                         same_bitcode=(img.get("sha256") == img0.get("sha256"))
                                         if img and img0 and img.get("sha256") else None))
-        host = {c: self.measure("x86_64-unknown-linux-gnu", "host-metadata", [c], "seconds") for c in ROOTS}
-        check = {c: self.measure("x86_64-unknown-linux-gnu", "check", [c], "seconds") for c in ROOTS}
+        host = {c: self.measure(HOST, "host-metadata", [c], "seconds") for c in ROOTS}
+        check = {c: self.measure(HOST, "check", [c], "seconds") for c in ROOTS}
         edit = []
         for target in self.args.targets:
             row = dict(target=target)
@@ -823,9 +880,7 @@ class Bench:
             # One codegen unit, as the benchmark's builds: base writes one image per module,
             # and with several the last one written would hold only some of the kernels.
             device = common + ["--target", target, "-Copt-level=3", "-Ccodegen-units=1", "--out-dir", out,
-                               "-L", out] + flags
-            if TARGETS[target]:
-                device.append(f"-Ctarget-cpu={TARGETS[target]}")
+                               "-L", out] + flags + device_pass_flags(target)
             rustc(device + ["--crate-type", "rlib", devlib, "-Cmetadata=devlib-device"])
             # Base writes an image per crate; the root's, written last, holds the kernels.
             rustc(device + ["--crate-type", "lib", corpus, "-Cmetadata=corpus-device",
@@ -857,12 +912,13 @@ class Bench:
                         continue
                     images = os.path.dirname(image)
                     bc = image_bitcode(image, target, images)
-                    if target.startswith("nvptx"):
+                    arch = TARGETS[target]["default_arch"]
+                    if TARGETS[target]["kind"] == "nvptx":
                         if not self.args.cuda_bin:
                             break
-                        metrics = nvptx_quality(bc, self.args.cuda_bin, images)
+                        metrics = nvptx_quality(bc, self.args.cuda_bin, images, arch)
                     else:
-                        metrics = amdgcn_quality(bc, images)
+                        metrics = amdgcn_quality(bc, images, arch)
                     texts = {}
                     if mode != "base":
                         with open(manifest) as f:
@@ -1195,8 +1251,7 @@ def allocator_lever(args):
                 cmd = [rustcs[alloc], "--crate-name", "core", "--edition", "2024", "--crate-type", "lib", core,
                        "--target", target, "-Copt-level=3", "-Ccodegen-units=1", "--emit=metadata",
                        "--out-dir", out_dir]
-                if TARGETS[target]:
-                    cmd.append(f"-Ctarget-cpu={TARGETS[target]}")
+                cmd += device_pass_flags(target)
                 start = time.monotonic()
                 done = subprocess.run(cmd, env=dict(os.environ, RUSTC_BOOTSTRAP="1"),
                                       capture_output=True, text=True)
@@ -1221,7 +1276,19 @@ def allocator_lever(args):
 
 
 def main():
+    # The device targets' table comes first: `--targets` takes its GPU targets.
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--device-targets")
+    known, _ = pre.parse_known_args()
+    if known.device_targets:
+        load_device_targets(known.device_targets)
+    elif not {"-h", "--help"} & set(sys.argv[1:]):
+        sys.exit("error: [BENCH] --device-targets FILE is required: the device targets' table as JSON, "
+                 "which `./x.py bench` writes (`offload_targets::to_json` of src/tools/offload-targets)")
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device-targets", metavar="FILE", required=True,
+                   help="the device targets' table as JSON (`./x.py bench` writes it): the GPU targets, "
+                   "their -Ctarget-cpu and the vendor steps of the image check")
     p.add_argument("--ours", required=True, help="our stage-1 rustc")
     p.add_argument("--stock", required=True, help="the rustup 1.95.0 rustc")
     p.add_argument("--cargo", required=True, help="cargo 1.95.0")
@@ -1274,7 +1341,7 @@ def main():
         args.runs = data["meta"]["runs"]
         # Runs before `--edits` edited once per run and mode.
         args.edits = data["meta"].get("edits", 1)
-        args.targets = sorted({s["target"] for s in data["samples"]} - {"x86_64-unknown-linux-gnu"})
+        args.targets = sorted({s["target"] for s in data["samples"]} - {HOST})
         bench = Bench(args)
         bench.samples = data["samples"]
         bench.images = {tuple(k.split("|")): v for k, v in data["images"].items()}

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use offload_targets::DeviceTarget;
 use serde::{Deserialize, Serialize};
 
 use crate::util::{Failure, Result};
@@ -87,7 +88,8 @@ impl TryFrom<String> for Verb {
     }
 }
 
-/// One `--offload-arch` value.
+/// One `--offload-arch` value, with its row of the device targets' table
+/// ([`offload_targets`]).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Arch {
     /// As the user wrote it: `host`, `gfx90a`, `sm_90`.
@@ -96,28 +98,25 @@ pub(crate) struct Arch {
     pub(crate) target: String,
     /// `-Ctarget-cpu` of the device pass, `None` for the CPU device.
     pub(crate) cpu: Option<String>,
+    /// Its device target: the device pass's flags, the vendor steps of its image.
+    pub(crate) device: &'static DeviceTarget,
 }
 
 impl Arch {
     /// Parses one arch; `host` is the CPU device of `host_triple`.
     pub(crate) fn parse(name: &str, host_triple: &str) -> Result<Arch> {
-        let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
-        let (target, cpu) = if name == "host" {
-            (host_triple.to_string(), None)
-        } else if name.starts_with("gfx") && digits(&name[3..]) {
-            ("amdgcn-amd-amdhsa".to_string(), Some(name.to_string()))
-        } else if name.starts_with("sm_")
-            && name[3..].chars().all(|c| c.is_ascii_digit())
-            && name.len() > 3
-        {
-            ("nvptx64-nvidia-cuda".to_string(), Some(name.to_string()))
-        } else {
-            return Err(Failure::usage(format!(
-                "unknown offload arch `{name}`: expected `host` (the CPU device), `gfxNNN` \
-                 (an AMD GPU, e.g. gfx90a) or `sm_NN` (an NVIDIA GPU, e.g. sm_90)"
-            )));
-        };
-        Ok(Arch { name: name.to_string(), target, cpu })
+        let device = offload_targets::for_arch(name).map_err(Failure::usage)?;
+        Ok(Arch {
+            name: name.to_string(),
+            target: device.triple_on(host_triple).to_string(),
+            cpu: device.cpu().map(str::to_string),
+            device: device.target,
+        })
+    }
+
+    /// What its device pass adds to the rustc flags (the target CPU, say).
+    pub(crate) fn pass_flags(&self) -> Vec<String> {
+        offload_targets::Device { name: self.name.clone(), target: self.device }.pass_flags()
     }
 }
 
@@ -227,6 +226,7 @@ mod tests {
     use super::*;
     use crate::env;
     use crate::util::strings;
+    use offload_targets::Naming;
 
     #[test]
     fn usage_names_the_users_environment_variables() {
@@ -263,6 +263,27 @@ mod tests {
         for bad in ["sm_", "sm_9a", "gfx", "x86-64", "cuda"] {
             let Err(Failure(message, 2)) = Arch::parse(bad, host) else { panic!("{bad} accepted") };
             assert!(message.contains(&format!("unknown offload arch `{bad}`")), "{message}");
+        }
+        assert_eq!(gfx.pass_flags(), ["-Ctarget-cpu=gfx90a"]);
+        assert_eq!(
+            Arch::parse("host", host).ok().unwrap().pass_flags(),
+            ["-Ztls-model=initial-exec"]
+        );
+    }
+
+    #[test]
+    fn usage_names_every_arch_and_gpu_target() {
+        // The ARCH paragraph is prose; the table is the device targets' (`offload-targets`).
+        let paragraph =
+            &USAGE[USAGE.find("\nARCH: ").unwrap()..USAGE.find("\n--build-std").unwrap()];
+        for target in offload_targets::TARGETS {
+            let named = match target.naming {
+                Naming::Exact(name) => format!("{name} ("),
+                Naming::Prefix { prefix, .. } => format!("{prefix}NN"),
+            };
+            assert!(paragraph.contains(&named), "the usage text does not name {named}");
+            let gpu = target.kind != offload_targets::Kind::Cpu;
+            assert!(!gpu || paragraph.contains(target.triple), "{}", target.triple);
         }
     }
 

@@ -290,15 +290,9 @@ impl<'a> Build<'a> {
         flags.push(format!("-Zoffload=Device={}", builder.manifest().display()));
         flags.push(format!("--cfg={DEVICE_CFG}"));
         flags.push(self.check_cfg.clone());
-        if let Some(cpu) = &arch.cpu {
-            flags.push(format!("-Ctarget-cpu={cpu}"));
-        } else {
-            // Every work item on the CPU device reads `core::offload`'s thread-locals: with the
-            // initial-exec model each read is one load instead of a call of `__tls_get_addr`.
-            // The C library keeps room for a few such thread-locals in a library loaded with
-            // `dlopen`, as the runtime loads the image; `core` has 56 bytes of them.
-            flags.push("-Ztls-model=initial-exec".to_string());
-        }
+        // The target CPU of a GPU; the initial-exec TLS model on the CPU device (why: see
+        // `offload_targets::CPU`).
+        flags.extend(arch.pass_flags());
         let core = device_core(arch, self.inv.build_std)?;
         if let DeviceCore::Toolchain(sysroot) = &core {
             flags.push("--sysroot".to_string());

@@ -6,6 +6,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use offload_targets::{Role, Tools};
+
 use crate::args::Arch;
 use crate::env;
 use crate::util::{Failure, Result, fail};
@@ -60,7 +62,8 @@ pub(crate) fn tool(
 /// Compiles the device pass's image (`host.out`: the kernels' optimized LLVM bitcode in an
 /// offload binary) into what the runtime's plugin loads, and packages that as an offload
 /// binary for the registration: an ELF shared object for the CPU device, a code object (ELF
-/// shared object, code object v5) for AMD GPUs, an ELF cubin for NVIDIA GPUs. Every image is
+/// shared object, code object v5) for AMD GPUs, an ELF cubin for NVIDIA GPUs. The steps are the
+/// device target's vendor steps (`offload_targets`), with `-O2`/`-O3` for `llc`; every image is
 /// linked with nothing undefined but, for the CPU device, the C library the program has.
 /// Returns the packaged file and a summary (kernels, bytes).
 pub(crate) fn device_binary(
@@ -75,48 +78,26 @@ pub(crate) fn device_binary(
     let bc_arg = format!("--image=file={},triple={}", bc.display(), arch.target);
     tool(&what, &llvm_tool("llvm-offload-binary"), &[&image, &bc_arg])?;
     let opt = if release { "-O3" } else { "-O2" };
-    let obj = base.with_extension("o");
-    let (loadable, kind) = match &arch.cpu {
-        None => {
-            let so = base.with_extension("so");
-            tool(
-                &what,
-                &llvm_tool("llc"),
-                &[&opt, &"-filetype=obj", &"-relocation-model=pic", &bc, &"-o", &obj],
-            )?;
-            tool(&what, &llvm_tool("ld.lld"), &[&"-shared", &obj, &"-o", &so])?;
-            (so, "shared object")
-        }
-        Some(cpu) if arch.target.starts_with("amdgcn") => {
-            let so = base.with_extension("so");
-            let mcpu = format!("-mcpu={cpu}");
-            tool(
-                &what,
-                &llvm_tool("llc"),
-                &[
-                    &opt,
-                    &mcpu,
-                    &"--amdhsa-code-object-version=5",
-                    &"-filetype=obj",
-                    &bc,
-                    &"-o",
-                    &obj,
-                ],
-            )?;
-            tool(&what, &llvm_tool("ld.lld"), &[&"-shared", &"--no-undefined", &obj, &"-o", &so])?;
-            (so, "code object")
-        }
-        Some(cpu) => {
-            let ptx = base.with_extension("ptx");
-            let cubin = base.with_extension("cubin");
-            let mcpu = format!("-mcpu={cpu}");
-            let sm = format!("-arch={cpu}");
-            tool(&what, &llvm_tool("llc"), &[&opt, &mcpu, &bc, &"-o", &ptx])?;
-            tool(&what, &cuda_tool("ptxas"), &[&sm, &"-c", &ptx, &"-o", &obj])?;
-            tool(&what, &cuda_tool("nvlink"), &[&sm, &obj, &"-o", &cubin])?;
-            (cubin, "cubin")
-        }
+    let loadable = base.with_extension(arch.device.loadable_extension);
+    let file = |role: Role| {
+        let path = match role {
+            Role::Input => bc.clone(),
+            Role::Assembly => base.with_extension("ptx"),
+            Role::Object => base.with_extension("o"),
+            Role::Loadable => loadable.clone(),
+        };
+        path.display().to_string()
     };
+    for step in arch.device.vendor_steps {
+        let program = match step.tools {
+            Tools::Llvm => llvm_tool(step.program),
+            Tools::Cuda => cuda_tool(step.program),
+        };
+        let args = step.args_for(&arch.name, Some(opt), &file);
+        let args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+            args.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>).collect();
+        tool(&what, &program, &args)?;
+    }
     let packaged = base.with_extension("offload");
     let mut spec =
         format!("--image=file={},triple={},kind=openmp", loadable.display(), arch.target);
@@ -126,5 +107,6 @@ pub(crate) fn device_binary(
     let out_arg = packaged.display().to_string();
     tool(&what, &llvm_tool("llvm-offload-binary"), &[&"-o", &out_arg, &spec])?;
     let bytes = fs::metadata(&loadable).map(|m| m.len()).unwrap_or(0);
+    let kind = arch.device.image_kind;
     Ok((packaged, format!("{kind} {} ({bytes} bytes)", loadable.display())))
 }

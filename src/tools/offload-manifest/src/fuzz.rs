@@ -25,8 +25,9 @@
 //!
 //! An accepted mutant is right only if its image is: with `--llvm-bin DIR` each accepted image
 //! goes through the tools that turn an `amdgcn-amd-amdhsa` image into what the runtime loads
-//! (`llvm-offload-binary` to take the bitcode out of `host.out`, `llc -mcpu=gfx90a` for code
-//! object v5, `ld.lld -shared --no-undefined`), and the linked code object's kernels (its `.kd`
+//! (`llvm-offload-binary` to take the bitcode out of `host.out`, then the target's vendor steps
+//! of `offload_targets`: `llc -mcpu=gfx90a` for code object v5, `ld.lld -shared
+//! --no-undefined`), and the linked code object's kernels (its `.kd`
 //! symbols) must be exactly the `symbol`s of the mutant's `kernels` entries: the manifest says
 //! which kernels the image holds and what they are called, so a mutation that the device pass
 //! accepts may change neither more nor less than that. An image that a tool refuses
@@ -43,6 +44,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use offload_manifest_format::{GENERIC_ARG_TAGS, keys};
+use offload_targets::{DeviceTarget, Role};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use serde_json::{Value, json};
@@ -405,16 +407,21 @@ pub enum KernelChange {
     Renamed,
 }
 
+/// The device target of the images that [`VendorCheck`] links: the device pass that
+/// `./x.py fuzz` runs (`amdgcn-amd-amdhsa`, for gfx90a).
+const TARGET: &DeviceTarget = &offload_targets::AMDGCN;
+
 /// The tools that check an accepted image, from one LLVM `bin` folder. For
-/// `amdgcn-amd-amdhsa` images only, linked for gfx90a: the device pass that `./x.py fuzz` runs.
+/// `amdgcn-amd-amdhsa` images only ([`TARGET`]), linked for its default arch (gfx90a): the
+/// device pass that `./x.py fuzz` runs.
 pub struct VendorCheck {
     pub llvm_bin: PathBuf,
 }
 
 impl VendorCheck {
-    /// Links the `amdgcn-amd-amdhsa` image `host.out` of `dir` as the runtime would load it and
-    /// returns its kernels (the `.kd` symbols, without the suffix), or the refusing tool's
-    /// name and output.
+    /// Links the `amdgcn-amd-amdhsa` image `host.out` of `dir` as the runtime would load it
+    /// (the target's vendor steps, `offload_targets`) and returns its kernels (the `.kd`
+    /// symbols, without the suffix), or the refusing tool's name and output.
     pub fn kernels(&self, dir: &Path) -> Result<std::collections::BTreeSet<String>, String> {
         let run = |tool: &str, args: &[&str]| -> Result<String, String> {
             let out = Command::new(self.llvm_bin.join(tool))
@@ -435,22 +442,22 @@ impl VendorCheck {
         for file in ["image.bc", "image.o", "image.so"] {
             let _ = std::fs::remove_file(dir.join(file));
         }
-        run(
-            "llvm-offload-binary",
-            &["host.out", "--image=file=image.bc,triple=amdgcn-amd-amdhsa"],
-        )?;
-        run(
-            "llc",
-            &[
-                "-mcpu=gfx90a",
-                "--amdhsa-code-object-version=5",
-                "-filetype=obj",
-                "image.bc",
-                "-o",
-                "image.o",
-            ],
-        )?;
-        run("ld.lld", &["-shared", "--no-undefined", "image.o", "-o", "image.so"])?;
+        let extract = format!("--image=file=image.bc,triple={}", TARGET.triple);
+        run("llvm-offload-binary", &["host.out", &extract])?;
+        let file = |role: Role| {
+            match role {
+                Role::Input => "image.bc",
+                Role::Assembly => "image.s",
+                Role::Object => "image.o",
+                Role::Loadable => "image.so",
+            }
+            .to_string()
+        };
+        // The AMD steps are LLVM's only (`llc`, `ld.lld`), all in `llvm_bin`.
+        for step in TARGET.vendor_steps {
+            let args = step.args_for(TARGET.default_arch, None, &file);
+            run(step.program, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
+        }
         let symbols = run("llvm-nm", &["image.so"])?;
         Ok(symbols
             .lines()

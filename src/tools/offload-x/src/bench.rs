@@ -5,9 +5,10 @@
 //! documentation for what it compiles and reports. This module builds what is missing,
 //! installs trixie's `python3-matplotlib` into the sysroot once (for the plot; without it the
 //! benchmark still writes its tables), extracts upstream's `library/` for the stock
-//! compiler's `-Zbuild-std` ([`upstream_library`]), and passes the paths. `ARGS` go to the script
-//! (`--runs N`, `--edits N`, `--targets T...`, `--update-readme README.md`, `--from-json FILE
-//! [--reinspect]`).
+//! compiler's `-Zbuild-std` ([`upstream_library`]), writes the device targets' table
+//! (`offload_targets`) as JSON for the script ([`device_targets_file`]), and passes the paths.
+//! `ARGS` go to the script (`--runs N`, `--edits N`, `--targets T...`, `--update-readme
+//! README.md`, `--from-json FILE [--reinspect]`).
 
 use std::ffi::OsString;
 use std::fs;
@@ -86,6 +87,17 @@ fn upstream_library(cache: &Cache) -> Result<PathBuf> {
     Ok(library)
 }
 
+/// Writes the device targets' table as JSON (`offload_targets::to_json`) to
+/// `<cache>/device-targets.json`, which the script reads (`--device-targets`): its targets,
+/// their `-Ctarget-cpu` and the vendor steps of its image check. Outside `<cache>/bench`, which
+/// the script empties.
+fn device_targets_file(cache: &Cache) -> Result<PathBuf> {
+    let path = cache.root.join("device-targets.json");
+    fs::write(&path, offload_targets::to_json())
+        .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", path.display()) })?;
+    Ok(path)
+}
+
 /// `./x.py bench ARGS`.
 pub fn run(project: &Path, cache: &Cache, args: Vec<OsString>) -> Result<()> {
     // `--from-json` only redoes the reports of an earlier run.
@@ -95,6 +107,7 @@ pub fn run(project: &Path, cache: &Cache, args: Vec<OsString>) -> Result<()> {
     ensure_matplotlib(project, cache)?;
     let stock_library = upstream_library(cache)?;
     let stock = stage0_toolchain().join("bin/rustc");
+    let device_targets = device_targets_file(cache)?;
     let path = |p: &Path| p.display().to_string();
     let script: Vec<OsString> = [
         path(&project.join("src/offload-bench/bench.py")),
@@ -118,6 +131,8 @@ pub fn run(project: &Path, cache: &Cache, args: Vec<OsString>) -> Result<()> {
         path(&project.join("src/offload-bench/results")),
         "--cuda-bin".into(),
         path(&crate::cuda::cuda_bin(cache)),
+        "--device-targets".into(),
+        path(&device_targets),
     ]
     .into_iter()
     .map(OsString::from)

@@ -7,7 +7,7 @@ use std::process::{Command, ExitStatus};
 
 use crate::cache::{Cache, copy_dir, gpu_sysroot, offload_tools_bin, stage0_toolchain};
 use crate::materialize::{self, Drift};
-use crate::pins::{GPU_TARGETS, HOST, STAGE0_TOOLCHAIN, SYSROOT_LLVM_BIN};
+use crate::pins::{HOST, STAGE0_TOOLCHAIN, SYSROOT_LLVM_BIN};
 use crate::project::{SOURCE_FINGERPRINT_VAR, bootstrap_toml, project_root, source_fingerprint};
 use crate::sysroot::Enter;
 use crate::toolchain::{cargo_with_plan, run_plan, toolchain};
@@ -162,7 +162,7 @@ fn bootstrap_status(step: &'static str, args: &[&str], status: ExitStatus) -> Re
 pub fn build(project: &Path, cache: &Cache) -> Result<()> {
     prepare(project, cache)?;
     let mut targets = vec![HOST.to_string()];
-    targets.extend(GPU_TARGETS.iter().map(|(t, _)| t.to_string()));
+    targets.extend(offload_targets::gpu_targets().map(|t| t.triple.to_string()));
     let targets = targets.join(",");
     let timer = Timer::start(
         "BUILD",
@@ -181,7 +181,7 @@ pub fn build(project: &Path, cache: &Cache) -> Result<()> {
 
 /// Copies the GPU targets' libraries from the stage-1 sysroot to [`gpu_sysroot`].
 fn save_gpu_sysroot(cache: &Cache) -> Result<()> {
-    for (target, _) in GPU_TARGETS {
+    for target in offload_targets::gpu_targets().map(|t| t.triple) {
         let rel = format!("lib/rustlib/{target}/lib");
         copy_dir(&cache.stage1().join(&rel), &gpu_sysroot(cache).join(&rel)).map_err(|e| {
             Failure {
@@ -196,7 +196,7 @@ fn save_gpu_sysroot(cache: &Cache) -> Result<()> {
 /// Puts the GPU targets' libraries back into the stage-1 sysroot after a bootstrap invocation
 /// that removed them, so that `./x.py rustc --target <gpu>` keeps working.
 fn restore_gpu_sysroot(cache: &Cache) -> Result<()> {
-    for (target, _) in GPU_TARGETS {
+    for target in offload_targets::gpu_targets().map(|t| t.triple) {
         let rel = format!("lib/rustlib/{target}/lib");
         if !cache.stage1().join(&rel).exists() {
             copy_dir(&gpu_sysroot(cache).join(&rel), &cache.stage1().join(&rel)).map_err(|e| {
@@ -341,8 +341,10 @@ pub fn fuzz(project: &Path, cache: &Cache, args: &[String]) -> Result<()> {
 
 /// Writes the seed manifest with the host metadata pass of
 /// `src/tools/offload-manifest/fuzz/seed.rs` and runs mutants `first..first + count` of it
-/// through its `amdgcn-amd-amdhsa` device pass, inside the sysroot, one job per core.
+/// through its `amdgcn-amd-amdhsa` device pass (for the table's default AMD GPU, gfx90a, whose
+/// images `offload-manifest fuzz` checks), inside the sysroot, one job per core.
 pub fn fuzz_run(project: &Path, cache: &Cache, seed: u64, first: u64, count: u64) -> Result<()> {
+    let device = offload_targets::AMDGCN.default_device();
     let timer = Timer::start(
         "FUZZ",
         format!("{count} mutated manifests through the device pass (seed {seed})"),
@@ -384,15 +386,8 @@ pub fn fuzz_run(project: &Path, cache: &Cache, seed: u64, first: u64, count: u64
         .args(["--jobs", &jobs.to_string(), "--llvm-bin", SYSROOT_LLVM_BIN])
         .args(["--", "-Zunstable-options"])
         .arg(&seed_crate)
-        .args([
-            "--crate-type",
-            "lib",
-            "--edition",
-            "2024",
-            "--target",
-            "amdgcn-amd-amdhsa",
-            "-Ctarget-cpu=gfx90a",
-        ])
+        .args(["--crate-type", "lib", "--edition", "2024", "--target", device.target.triple])
+        .args(device.pass_flags())
         .arg("--sysroot")
         .arg(gpu_sysroot(cache))
         .status(cache, "FUZZ")?;

@@ -17,7 +17,7 @@ use std::fs;
 
 use crate::cache::{Cache, stage0_toolchain};
 use crate::cache::{copy_dir, device_sysroot, gpu_sysroot};
-use crate::pins::{GPU_TARGETS, HOST};
+use crate::pins::HOST;
 use crate::toolchain::toolchain;
 use crate::ui::{Failure, Result, Timer, fail};
 
@@ -59,7 +59,7 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     let io = |what: String| {
         move |e: std::io::Error| Failure { step: STEP, message: format!("{what}: {e}") }
     };
-    for (target, _) in GPU_TARGETS {
+    for target in offload_targets::gpu_targets().map(|t| t.triple) {
         let rel = format!("lib/rustlib/{target}/lib");
         copy_dir(&gpu_sysroot(cache).join(&rel), &root.join(&rel))
             .map_err(io(format!("cannot copy the {target} libraries to {}", root.display())))?;

@@ -30,8 +30,9 @@ const STEP: &str = "GPU-CHECK";
 /// The bundle's size limit: what the device tool carries.
 const LIMIT_BYTES: u64 = 64 << 20;
 
-/// The GPU arch of the bundle: the H200 the device tool lends is `sm_90`.
-const ARCH: &str = "sm_90";
+/// The GPU arch of the bundle: the H200 the device tool lends is `sm_90`, the table's default
+/// NVIDIA arch (`offload_targets`); `RUN_SH` names it as text.
+const ARCH: &str = offload_targets::NVPTX.default_arch;
 
 const RUN_SH: &str = r#"#!/bin/sh
 # Runs the bundled offload example (src/offload-example, `cargo offload bundle --release
@@ -162,4 +163,17 @@ fn kernel_time(project: &Path, cache: &Cache, bundle: &Path) -> Result<()> {
 
 fn io(path: &Path, e: std::io::Error) -> Failure {
     Failure { step: STEP, message: format!("{}: {e}", path.display()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_start_script_names_the_bundles_arch_and_target() {
+        let report = format!("({} {ARCH})$'", offload_targets::NVPTX.triple);
+        assert!(RUN_SH.contains(&report), "{report}");
+        assert!(RUN_SH.contains(&format!("--offload-arch={ARCH}`")));
+        assert_eq!(RUN_SH.matches(&format!("{ARCH} image")).count(), 3);
+    }
 }

@@ -13,8 +13,9 @@
 //! 3. Report, read from the image itself (`llvm-offload-binary` extracts the bitcode,
 //!    `llvm-dis` prints it): its kernels (`amdgpu_kernel` definitions), the number of functions
 //!    it defines, its size, and the host object's path.
-//! 4. The vendor check: the image's bitcode through `llc -mcpu=gfx90a` and
-//!    `ld.lld -shared --no-undefined`, as a code object the AMDGPU runtime loads. The
+//! 4. The vendor check: the image's bitcode through the device target's vendor steps
+//!    (`offload_targets`: `llc -mcpu=gfx90a` for code object v5 and
+//!    `ld.lld -shared --no-undefined`), as a code object the AMDGPU runtime loads. The
 //!    manifest pipeline's image must pass (the job fails otherwise); the base pipeline's result
 //!    is reported beside it (its image is one crate's bitcode, which leaves `core`'s
 //!    non-inlinable functions undefined).
@@ -22,16 +23,18 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use offload_targets::{DeviceTarget, KernelSymbols, Role};
+
 use crate::cache::Cache;
-use crate::pins::GPU_TARGETS;
 use crate::sysroot::Enter;
 use crate::ui::{Failure, Result, Timer, fail, say};
 
 const STEP: &str = "JOB";
 
-/// The device target of the main job and its GPU.
-pub const DEVICE_TARGET: &str = "amdgcn-amd-amdhsa";
-pub const DEVICE_CPU: &str = "gfx90a";
+/// The device target of the main job (AMD GPUs) and its GPU (the table's default, gfx90a).
+const DEVICE: &DeviceTarget = &offload_targets::AMDGCN;
+pub const DEVICE_TARGET: &str = DEVICE.triple;
+pub const DEVICE_CPU: &str = DEVICE.default_arch;
 
 /// What the device image holds.
 #[derive(Debug)]
@@ -136,36 +139,33 @@ pub struct PipelineReport {
     pub vendor_check: std::result::Result<Vec<String>, String>,
 }
 
-/// Links the amdgcn bitcode `bc` as the AMDGPU runtime would load it: `llc -mcpu=gfx90a` (code
-/// object v5) to an object, then `ld.lld -shared --no-undefined`. Returns the code object's
-/// kernels, or the tools' complaint (an undefined symbol, say).
+/// Links the amdgcn bitcode `bc` as the AMDGPU runtime would load it, by the [`DEVICE`]'s
+/// vendor steps (`offload_targets`): `llc -mcpu=gfx90a` (code object v5) to an object, then
+/// `ld.lld -shared --no-undefined`. Returns the code object's kernels (its `.kd` kernel
+/// descriptors), or the tools' complaint (an undefined symbol, say).
 fn vendor_check_amdgcn(
     cache: &Cache,
     bc: &Path,
 ) -> Result<std::result::Result<Vec<String>, String>> {
     let dir = bc.parent().unwrap();
-    let (obj, so) = (bc.with_extension("o"), bc.with_extension("so"));
-    let llc = [
-        format!("-mcpu={DEVICE_CPU}"),
-        "--amdhsa-code-object-version=5".into(),
-        "-filetype=obj".into(),
-        bc.display().to_string(),
-        "-o".into(),
-        obj.display().to_string(),
-    ];
-    if let Err(failure) = run_in(cache, dir, "llc", &llc) {
-        return Ok(Err(failure.message));
+    let file = |role: Role| {
+        match role {
+            Role::Input => bc.to_path_buf(),
+            Role::Assembly => bc.with_extension("s"),
+            Role::Object => bc.with_extension("o"),
+            Role::Loadable => bc.with_extension("so"),
+        }
+        .display()
+        .to_string()
+    };
+    // The AMD steps are LLVM's only (`llc`, `ld.lld`), on the sysroot's `PATH`.
+    for step in DEVICE.vendor_steps {
+        let args = step.args_for(DEVICE_CPU, None, &file);
+        if let Err(failure) = run_in(cache, dir, step.program, &args) {
+            return Ok(Err(failure.message));
+        }
     }
-    let lld = [
-        "-shared".into(),
-        "--no-undefined".into(),
-        obj.display().to_string(),
-        "-o".into(),
-        so.display().to_string(),
-    ];
-    if let Err(failure) = run_in(cache, dir, "ld.lld", &lld) {
-        return Ok(Err(failure.message));
-    }
+    let so = bc.with_extension("so");
     let symbols = run_in(cache, dir, "llvm-nm", &[so.display().to_string()])?;
     let mut kernels: Vec<String> = symbols
         .lines()
@@ -185,7 +185,7 @@ pub fn print_image(cache: &Cache, path: &Path) -> Result<()> {
     }
     // `llvm-offload-binary` lists nothing without `--image`: each GPU target is tried in turn,
     // and the one whose bitcode the image holds is reported.
-    for (target, _) in GPU_TARGETS {
+    for target in offload_targets::gpu_targets().map(|t| t.triple) {
         let Ok(report) = inspect_image_for(cache, path, target) else { continue };
         say(
             STEP,
@@ -195,7 +195,7 @@ pub fn print_image(cache: &Cache, path: &Path) -> Result<()> {
         say(STEP, format!("kernels: {}", report.kernels.join(", ")));
         return Ok(());
     }
-    let targets: Vec<&str> = GPU_TARGETS.iter().map(|(t, _)| *t).collect();
+    let targets: Vec<&str> = offload_targets::gpu_targets().map(|t| t.triple).collect();
     fail(STEP, format!("{} holds no image for {}", path.display(), targets.join(" or ")))
 }
 
@@ -251,13 +251,10 @@ pub fn run_pipeline(project: &Path, cache: &Cache, pipeline: Pipeline) -> Result
     let timer =
         Timer::start(STEP, format!("device pass: {DEVICE_TARGET} ({DEVICE_CPU}), {device_flag}"));
     let mut args = common(&device);
-    args.extend([
-        format!("--target={DEVICE_TARGET}"),
-        format!("-Ctarget-cpu={DEVICE_CPU}"),
-        device_flag,
-        "-Cmetadata=device".into(),
-        "--emit=link".into(),
-    ]);
+    args.push(format!("--target={DEVICE_TARGET}"));
+    // `-Ctarget-cpu=gfx90a`.
+    args.extend(DEVICE.default_device().pass_flags());
+    args.extend([device_flag, "-Cmetadata=device".into(), "--emit=link".into()]);
     run_in(cache, &device, &rustc, &args)?;
     timer.done();
     let image = device.join("host.out");
@@ -353,10 +350,13 @@ pub fn run(project: &Path, cache: &Cache) -> Result<()> {
     cargo_program(project, cache)
 }
 
-/// The archs of the example's Cargo program: both GPUs and the CPU device, which runs it here.
-const PROGRAM_ARCHS: &str = "gfx90a,sm_90,host";
+/// The archs of the example's Cargo program: both GPUs and the CPU device, which runs it here
+/// (every device target's default arch, in the table's order: `gfx90a,sm_90,host`).
+fn program_archs() -> String {
+    offload_targets::default_archs()
+}
 
-/// 5. The example as a Cargo program: `cargo offload build --release` for [`PROGRAM_ARCHS`]
+/// 5. The example as a Cargo program: `cargo offload build --release` for [`program_archs`]
 /// (target folder `job/example-target` in the cache), the images the executable embeds and
 /// their kernels (read from the executable: `llvm-objdump --offloading`, `llvm-offload-binary`,
 /// then `llvm-nm`), then the program itself, which runs its kernels on the runtime's CPU device
@@ -365,11 +365,11 @@ pub fn cargo_program(project: &Path, cache: &Cache) -> Result<()> {
     let example = project.join("src/offload-example");
     let target = cache.job().join("example-target");
     crate::tools::install_cargo_offload(project, cache)?;
-    let timer =
-        Timer::start(STEP, format!("cargo offload build --release --offload-arch={PROGRAM_ARCHS}"));
+    let archs = program_archs();
+    let timer = Timer::start(STEP, format!("cargo offload build --release --offload-arch={archs}"));
     let out = crate::toolchain::toolchain(cache, &example, "/usr/bin/env")
         .arg(crate::cache::stage0_toolchain().join("bin/cargo"))
-        .args(["offload", "build", "--release", &format!("--offload-arch={PROGRAM_ARCHS}")])
+        .args(["offload", "build", "--release", &format!("--offload-arch={archs}")])
         .env("RUSTC_BOOTSTRAP", "1")
         .env("CARGO_TARGET_DIR", &target)
         .bind(cache.job())
@@ -428,12 +428,14 @@ pub fn cargo_program(project: &Path, cache: &Cache) -> Result<()> {
     Ok(())
 }
 
-/// The kernels an image embedded in the executable defines: `<kernel>.kd` symbols of an AMD
-/// code object, global functions of a cubin, exported `_offload_kernel_` functions of the CPU
-/// device's shared object (and any exported function of a 1.95-style kernel).
+/// The kernels an image embedded in the executable defines, as its device target names them
+/// (`offload_targets::KernelSymbols`): `<kernel>.kd` symbols of an AMD code object, global
+/// functions of a cubin, exported `_offload_kernel_` functions of the CPU device's shared
+/// object (and any exported function of a 1.95-style kernel).
 fn embedded_kernels(cache: &Cache, dir: &Path, image: &Path, triple: &str) -> Result<Vec<String>> {
     let path = image.display().to_string();
-    let mut kernels: Vec<String> = if triple.starts_with("amdgcn") {
+    let symbols = offload_targets::by_triple(triple).map(|t| t.kernel_symbols);
+    let mut kernels: Vec<String> = if symbols == Some(KernelSymbols::Descriptors) {
         run_in(cache, dir, "llvm-nm", &[path])?
             .lines()
             .filter_map(|l| l.split_whitespace().last()?.strip_suffix(".kd").map(str::to_string))

@@ -269,6 +269,15 @@ mod tests {
     }
 
     #[test]
+    fn help_names_the_gpu_targets_that_build_builds() {
+        let build = &HELP[HELP.find("\n  build ").unwrap()..HELP.find("in its sysroot").unwrap()];
+        let build = build.split_whitespace().collect::<Vec<_>>().join(" ");
+        for target in offload_targets::gpu_targets() {
+            assert!(build.contains(target.triple), "{build}");
+        }
+    }
+
+    #[test]
     fn no_verb_is_the_main_job() {
         assert_eq!(parse(&[]), Ok(Verb::Job));
     }

@@ -153,7 +153,8 @@ fn copy_workspace(project: &Path, work: &Path) -> Result<PathBuf> {
     Ok(ws)
 }
 
-/// The archs of the checks' builds: the CPU device and a GPU that this machine lacks.
+/// The archs of the checks' builds: the CPU device and a GPU that this machine lacks (the
+/// default archs of `offload_targets::CPU` and `NVPTX`, as the test below checks).
 const ARCHS: &str = "--offload-arch=host,sm_90";
 
 /// What `OFFLOAD_REPORT=1` says of a launch that the CPU device ran.
@@ -321,5 +322,12 @@ mod tests {
         assert_eq!(pretty_name(text).as_deref(), Some("Debian GNU/Linux 12 (bookworm)"));
         assert_eq!(pretty_name("PRETTY_NAME=Plain\n").as_deref(), Some("Plain"));
         assert_eq!(pretty_name("NAME=x\n"), None);
+    }
+
+    #[test]
+    fn the_checks_archs_are_the_tables() {
+        let (cpu, gpu) = (offload_targets::CPU, offload_targets::NVPTX);
+        assert_eq!(ARCHS, format!("--offload-arch={},{}", cpu.default_arch, gpu.default_arch));
+        assert_eq!(RAN_ON_CPU.matches(cpu.triple).count(), 1);
     }
 }

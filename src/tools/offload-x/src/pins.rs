@@ -90,13 +90,11 @@ pub const RUSTC_WORKSPACES: &[&str] = &[
 /// `lld-22`): `llc`, `ld.lld`, `llvm-offload-binary`, `llvm-nm`, ...
 pub const SYSROOT_LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
 
-/// The host triple of the build.
-pub const HOST: &str = "x86_64-unknown-linux-gnu";
+/// The host triple of the build (the CPU device's target in `offload_targets`).
+pub const HOST: &str = offload_targets::HOST_TRIPLE;
 
-/// GPU targets whose `core` and `alloc` the build puts into the stage-1 sysroot, with the GPU
-/// they are built for where the target has no default (amdgcn: gfx90a, an MI200).
-pub const GPU_TARGETS: &[(&str, Option<&str>)] =
-    &[("amdgcn-amd-amdhsa", Some("gfx90a")), ("nvptx64-nvidia-cuda", None)];
+// The GPU targets whose `core` and `alloc` the build puts into the stage-1 sysroot are the
+// device targets' table's: `offload_targets::gpu_targets()`.
 
 /// PyPI's `nvidia-cuda-nvcc` 13.0.88 (CUDA 13.0, what the lent H200 machine runs): `ptxas` and
 /// `nvlink`, which check the nvptx device images (see `cuda`).

@@ -102,10 +102,11 @@ pub fn install_cargo_offload(project: &Path, cache: &Cache) -> Result<PathBuf> {
 }
 
 /// Runs the tests of `src/tools/cargo-offload` (its argument parsing, image builders, run
-/// plans and bundles), of `src/tools/offload-report` and of `src/tools/offload-manifest-format`
-/// (the manifest format: reading, round trips, merging, errors).
+/// plans and bundles), of `src/tools/offload-report`, of `src/tools/offload-manifest-format`
+/// (the manifest format: reading, round trips, merging, errors) and of
+/// `src/tools/offload-targets` (the device targets' table).
 pub fn test_cargo_offload(project: &Path, cache: &Cache) -> Result<()> {
-    for tool in ["cargo-offload", "offload-report", "offload-manifest-format"] {
+    for tool in ["cargo-offload", "offload-report", "offload-manifest-format", "offload-targets"] {
         let status = tool_cargo(project, cache, tool, &["test"])
             .status()
             .map_err(|e| Failure { step: "TEST", message: format!("cannot run cargo: {e}") })?;
