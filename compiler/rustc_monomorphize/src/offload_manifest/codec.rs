@@ -14,13 +14,17 @@ use serde_json::{Value, json};
 use super::{FORMAT_VERSION, LaunchKey, LaunchRecord, MAGIC, compiler_commit};
 use crate::errors;
 
-pub(super) fn path_json(path: &ItemPath) -> Value {
+/// An item path as the manifest writes it: `{"crate", "crate_source", "path": [[kind, name,
+/// disambiguator], ...]}`.
+fn path_json(path: &ItemPath) -> Value {
     let components: Vec<Value> =
         path.components.iter().map(|c| json!([c.kind, c.name, c.disambiguator])).collect();
     json!({ "crate": path.krate, "crate_source": path.crate_source, "path": components })
 }
 
-pub(super) fn ty_json(ty: &KernelTy) -> Value {
+/// A type of a generic argument as the manifest writes it: an array whose first element names its
+/// kind.
+fn ty_json(ty: &KernelTy) -> Value {
     match ty {
         KernelTy::Bool => json!(["bool"]),
         KernelTy::Char => json!(["char"]),
@@ -36,7 +40,8 @@ pub(super) fn ty_json(ty: &KernelTy) -> Value {
     }
 }
 
-pub(super) fn args_json(args: &[KernelArg]) -> Value {
+/// Generic arguments as the manifest writes them: types ([`ty_json`]) and `["lifetime"]`.
+fn args_json(args: &[KernelArg]) -> Value {
     Value::Array(
         args.iter()
             .map(|a| match a {
@@ -47,7 +52,8 @@ pub(super) fn args_json(args: &[KernelArg]) -> Value {
     )
 }
 
-pub(super) fn path_from(v: &Value) -> Option<ItemPath> {
+/// The item path that [`path_json`] wrote; `None` for any other shape.
+fn path_from(v: &Value) -> Option<ItemPath> {
     let krate = v.get("crate")?.as_str()?.to_string();
     let crate_source = v.get("crate_source")?.as_str()?.to_string();
     let components = v
@@ -69,7 +75,8 @@ pub(super) fn path_from(v: &Value) -> Option<ItemPath> {
     Some(ItemPath { krate, crate_source, components })
 }
 
-pub(super) fn ty_from(v: &Value) -> Option<KernelTy> {
+/// The type that [`ty_json`] wrote; `None` for any other shape.
+fn ty_from(v: &Value) -> Option<KernelTy> {
     let v = v.as_array()?;
     let boxed = |i: usize| ty_from(v.get(i)?).map(Box::new);
     Some(match v.first()?.as_str()? {
@@ -90,7 +97,8 @@ pub(super) fn ty_from(v: &Value) -> Option<KernelTy> {
     })
 }
 
-pub(super) fn args_from(v: &Value) -> Option<Vec<KernelArg>> {
+/// The generic arguments that [`args_json`] wrote; `None` for any other shape.
+fn args_from(v: &Value) -> Option<Vec<KernelArg>> {
     v.as_array()?
         .iter()
         .map(|a| {
@@ -103,13 +111,15 @@ pub(super) fn args_from(v: &Value) -> Option<Vec<KernelArg>> {
         .collect()
 }
 
-pub(super) fn layouts_json(layouts: &[(u64, u64)]) -> Value {
+/// Parameter layouts as the manifest writes them: `[{"size": bytes, "align": bytes}, ...]`.
+fn layouts_json(layouts: &[(u64, u64)]) -> Value {
     Value::Array(
         layouts.iter().map(|(size, align)| json!({ "size": size, "align": align })).collect(),
     )
 }
 
-pub(super) fn layouts_from(v: &Value) -> Option<Vec<(u64, u64)>> {
+/// The parameter layouts that [`layouts_json`] wrote; `None` for any other shape.
+fn layouts_from(v: &Value) -> Option<Vec<(u64, u64)>> {
     v.as_array()?
         .iter()
         .map(|p| Some((p.get("size")?.as_u64()?, p.get("align")?.as_u64()?)))
@@ -176,13 +186,17 @@ pub(super) struct ReadManifest {
     pub(super) kernels: Vec<ReadKernel>,
 }
 
-pub(super) fn corrupt(dcx: DiagCtxtHandle<'_>, path: &str, what: &str) -> ! {
+/// Stops the device pass: the manifest at `path` is not one this compiler reads (`what` says why).
+fn corrupt(dcx: DiagCtxtHandle<'_>, path: &str, what: &str) -> ! {
     dcx.emit_fatal(errors::OffloadManifestCorrupt {
         path: path.to_string(),
         what: what.to_string(),
     })
 }
 
+/// The manifest at `path`, as the device pass reads it: a fatal error ([`corrupt`]) names the
+/// file when it cannot be read, is not a manifest of this format, or comes from another
+/// compiler build.
 pub(super) fn read_manifest(tcx: TyCtxt<'_>, path: &str) -> ReadManifest {
     let dcx = tcx.dcx();
     let bytes = match std::fs::read(Path::new(path)) {

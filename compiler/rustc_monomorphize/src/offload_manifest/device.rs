@@ -18,12 +18,7 @@ use crate::errors;
 /// Whether the device pass can instantiate the manifest's kernel `def_id`: a kernel of another
 /// crate needs the MIR that crate encodes when it is built with the same flag. Reports the
 /// kernel otherwise.
-pub(super) fn kernel_mir_available(
-    tcx: TyCtxt<'_>,
-    path: &str,
-    kernel: &ReadKernel,
-    def_id: DefId,
-) -> bool {
+fn kernel_mir_available(tcx: TyCtxt<'_>, path: &str, kernel: &ReadKernel, def_id: DefId) -> bool {
     if def_id.is_local() || tcx.is_mir_available(def_id) {
         return true;
     }
@@ -55,7 +50,7 @@ pub fn offload_device_builds_image(tcx: TyCtxt<'_>) -> bool {
 /// CPU that LLVM's offload runtime runs as its host device (the "host" plugin loads an ELF
 /// shared object of the host's own architecture and calls its kernels through libffi, so
 /// that offload programs can be tested on machines without a GPU).
-pub(crate) fn is_device_target(tcx: TyCtxt<'_>) -> bool {
+fn is_device_target(tcx: TyCtxt<'_>) -> bool {
     let target = &tcx.sess.target;
     target.is_like_gpu
         || (matches!(target.arch, Arch::X86_64 | Arch::AArch64)
@@ -65,7 +60,7 @@ pub(crate) fn is_device_target(tcx: TyCtxt<'_>) -> bool {
 
 /// The function of the CPU device's `core` (`--cfg offload_device`) that runs every work item of
 /// a launch's grid, by its symbol: `core::offload`'s `__rust_offload_cpu_launch`.
-pub(crate) const CPU_DEVICE_GRID_RUNNER: &str = "__rust_offload_cpu_launch";
+const CPU_DEVICE_GRID_RUNNER: &str = "__rust_offload_cpu_launch";
 
 /// The mono item roots of the device pass with `-Zoffload=Device=<path>`: the manifest's kernel
 /// instances if this crate is the manifest's crate, none if it is another crate of its graph.

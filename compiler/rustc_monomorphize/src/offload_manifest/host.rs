@@ -160,7 +160,7 @@ fn report_indistinct_kernels(tcx: TyCtxt<'_>, kernels: &BTreeMap<LaunchKey, Laun
 /// crates of the sysroot (the standard library, which launches nothing and which no user
 /// rebuilds for the pass) and proc-macro crates (they run in the compiler, never on a device,
 /// and cargo does not give them `RUSTFLAGS` when it builds for a `--target`).
-pub(super) fn report_crates_without_host_metadata(tcx: TyCtxt<'_>, path: &str) {
+fn report_crates_without_host_metadata(tcx: TyCtxt<'_>, path: &str) {
     // The crate locator canonicalizes the paths of the crates it loads.
     let sysroot_lib = std::fs::canonicalize(&tcx.sess.target_tlib_path.dir)
         .unwrap_or_else(|_| tcx.sess.target_tlib_path.dir.clone());
@@ -198,7 +198,7 @@ pub(super) fn report_crates_without_host_metadata(tcx: TyCtxt<'_>, path: &str) {
 /// union, because every crate's launches travel in its crate metadata. Two roots sharing a path
 /// leave the manifest of the last one, which the other's device pass refuses as another
 /// crate's.
-pub(super) fn manifest_output_path(tcx: TyCtxt<'_>, path: &str) -> Option<String> {
+fn manifest_output_path(tcx: TyCtxt<'_>, path: &str) -> Option<String> {
     let refuse = |why: &str| {
         tcx.dcx().emit_err(errors::OffloadManifestWrite {
             path: path.to_string(),

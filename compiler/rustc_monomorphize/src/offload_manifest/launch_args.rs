@@ -4,7 +4,6 @@
 
 use rustc_hir::HirId;
 use rustc_hir::def_id::DefId;
-use rustc_macros::Diagnostic;
 use rustc_middle::middle::codegen_fn_attrs::CodegenFnAttrFlags;
 use rustc_middle::ty::{self, Instance, Ty, TyCtxt};
 use rustc_span::Span;
@@ -17,11 +16,10 @@ use crate::errors;
 /// kernel (`kernel` with `kernel_args`); reports a mismatch at `span`, a slice parameter whose
 /// elements hold addresses ([`address_holder`]: the device would read host addresses), a pointer
 /// or reference parameter to interior-mutable data that holds addresses (the device's writes come
-/// back), or else
-/// the lint [`OFFLOAD_SHARED_FOR_MUTABLE`] (at the level of `lint_root`) for each shared pointer
-/// passed for a mutable one. The host maps each argument by the kernel's parameter type, so a
-/// tuple of other types would hand the device other bytes than the kernel reads. What rustc 1.95
-/// accepts where the ABI agrees is accepted too (see [`ArgFit`]).
+/// back), or else the lint [`OFFLOAD_SHARED_FOR_MUTABLE`] (at the level of `lint_root`) for each
+/// shared pointer passed for a mutable one. The host maps each argument by the kernel's
+/// parameter type, so a tuple of other types would hand the device other bytes than the kernel
+/// reads. What rustc 1.95 accepts where the ABI agrees is accepted too (see [`ArgFit`]).
 pub(super) fn launch_args_match<'tcx>(
     tcx: TyCtxt<'tcx>,
     span: Span,
@@ -89,7 +87,7 @@ fn params_hold_no_addresses<'tcx>(
         let (ty::RawPtr(pointee, _) | ty::Ref(_, pointee, _)) = *param.kind() else { continue };
         if let ty::Slice(element) = *pointee.kind() {
             if let Some(holder) = address_holder(tcx, typing_env, element, 0) {
-                tcx.dcx().emit_err(OffloadLaunchSliceOfAddresses {
+                tcx.dcx().emit_err(errors::OffloadLaunchSliceOfAddresses {
                     span,
                     kernel: kernel_text(),
                     index: index + 1,
@@ -102,7 +100,7 @@ fn params_hold_no_addresses<'tcx>(
         } else if !pointee.is_freeze(tcx, typing_env)
             && let Some(holder) = address_holder(tcx, typing_env, pointee, 0)
         {
-            tcx.dcx().emit_err(OffloadLaunchSharedAddresses {
+            tcx.dcx().emit_err(errors::OffloadLaunchSharedAddresses {
                 span,
                 kernel: kernel_text(),
                 index: index + 1,
@@ -117,9 +115,9 @@ fn params_hold_no_addresses<'tcx>(
 
 /// The part of `ty` (`ty` itself, a field, an element) that holds an address: a reference, a raw
 /// or function pointer, a trait object, or anything else that is not plain data (a closure, a
-/// foreign type). None for data made of numbers, `bool`, `char` and function items alone. `depth` counts the
-/// types entered: past 64 (types nested that deep) the type itself is named.
-pub(super) fn address_holder<'tcx>(
+/// foreign type). None for data made of numbers, `bool`, `char` and function items alone.
+/// `depth` counts the types entered: past 64 (types nested that deep) the type itself is named.
+fn address_holder<'tcx>(
     tcx: TyCtxt<'tcx>,
     typing_env: ty::TypingEnv<'tcx>,
     ty: Ty<'tcx>,
@@ -147,56 +145,9 @@ pub(super) fn address_holder<'tcx>(
     }
 }
 
-/// A launch of a kernel with a slice parameter whose elements hold addresses
-/// ([`address_holder`]). Declared here rather than in `errors` so that the patch that brings this
-/// file builds on its own.
-#[derive(Diagnostic)]
-#[diag(
-    "the kernel `{$kernel}` takes a slice of `{$element}` as parameter {$index} (`{$param}`), \
-     which holds host addresses (`{$holder}`)"
-)]
-#[note(
-    "an offload launch copies the slice's elements to the device as bytes; the addresses in \
-     them would point into the host's memory, which a GPU cannot read"
-)]
-#[help("pass the data that the addresses point to as slices or arrays of its own")]
-pub(super) struct OffloadLaunchSliceOfAddresses {
-    #[primary_span]
-    span: Span,
-    kernel: String,
-    index: usize,
-    param: String,
-    element: String,
-    holder: String,
-}
-
-/// A launch of a kernel with a pointer or reference parameter to interior-mutable data that
-/// holds addresses ([`address_holder`]), such as `&AtomicPtr<T>` or `&Cell<&T>`.
-#[derive(Diagnostic)]
-#[diag(
-    "the kernel `{$kernel}` takes interior-mutable data that holds host addresses (`{$holder}`) \
-     as parameter {$index} (`{$param}`)"
-)]
-#[note(
-    "an offload launch copies interior-mutable data to the device and back as bytes: the \
-     device would read host addresses, and the host would get the device's addresses back"
-)]
-#[help(
-    "pass the data that the addresses point to as slices or arrays of its own, and indices \
-     into them instead of addresses"
-)]
-pub(super) struct OffloadLaunchSharedAddresses {
-    #[primary_span]
-    span: Span,
-    kernel: String,
-    index: usize,
-    param: String,
-    holder: String,
-}
-
 /// How the type of a launch argument stands for the kernel's parameter type.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) enum ArgFit {
+enum ArgFit {
     /// The same type.
     Exact,
     /// As rustc 1.95 took it: both are raw pointers or references (one ABI: a thin pointer) to
@@ -250,7 +201,7 @@ impl ArgFit {
 /// and is neither `async` (it would only build a future), nor `#[track_caller]` (the caller
 /// location is a hidden argument that the host never passes), nor C-variadic. Returns whether
 /// the signature is fine.
-pub(crate) fn check_kernel_signature(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
+pub(super) fn check_kernel_signature(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
     let span = tcx.def_span(def_id);
     // Printed only for an error: trimmed paths may be computed only when a diagnostic follows.
     let kernel = || tcx.def_path_str(def_id);

@@ -25,7 +25,7 @@ use crate::errors;
 /// `launch_on_device`, which `offload!` calls), known by their diagnostic items. Each takes the
 /// kernel's type and the argument tuple's as its first two generic parameters, as the
 /// `offload` intrinsic does, and launches through the intrinsic.
-pub(super) fn is_launch_function(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
+fn is_launch_function(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
     // Almost every function has no diagnostic name: one lookup, then `core`'s own item only.
     tcx.get_diagnostic_name(def_id).is_some_and(|name| {
         matches!(name.as_str(), "offload_launch" | "offload_launch_on_device")
@@ -37,7 +37,7 @@ pub(super) fn is_launch_function(tcx: TyCtxt<'_>, def_id: DefId) -> bool {
 /// outermost call of a `core::offload` launch function that the MIR inliner inlined into
 /// `body` (the user's `offload!` or `launch`, not the intrinsic call inside `core`, whose
 /// scopes carry no lint levels in another crate), else at the call itself.
-pub(super) fn launch_site(
+fn launch_site(
     tcx: TyCtxt<'_>,
     body: &mir::Body<'_>,
     source_info: mir::SourceInfo,
@@ -63,7 +63,7 @@ pub(super) fn launch_site(
 
 /// What [`launches_in`] learns about launches through `core::offload`'s launch functions.
 #[derive(Default)]
-pub(super) struct LaunchFunctions<'tcx> {
+struct LaunchFunctions<'tcx> {
     /// The (kernel type, argument tuple type) of every call of one that was checked where the
     /// user's code calls it.
     checked: FxHashSet<(Ty<'tcx>, Ty<'tcx>)>,
@@ -77,7 +77,7 @@ pub(super) struct LaunchFunctions<'tcx> {
 /// A launch of anything but a `#[rustc_offload_kernel]` function is reported. A launch through
 /// `core::offload`'s launch functions ([`is_launch_function`]) is checked and reported where
 /// the user's code calls them, not at the intrinsic call inside `core`.
-pub(super) fn launches_in<'tcx>(
+fn launches_in<'tcx>(
     tcx: TyCtxt<'tcx>,
     instance: Instance<'tcx>,
     body: &mir::Body<'tcx>,
@@ -96,7 +96,7 @@ pub(super) fn launches_in<'tcx>(
 /// The launches of `body` (the MIR of `instance`): each call of the `offload` intrinsic and,
 /// when `checked` is given, of a `core::offload` launch function, whose (kernel, arguments)
 /// types are added to `checked`.
-pub(super) fn launch_calls<'tcx>(
+fn launch_calls<'tcx>(
     tcx: TyCtxt<'tcx>,
     instance: Instance<'tcx>,
     body: &mir::Body<'tcx>,
