@@ -87,8 +87,7 @@ enum Verb {
     /// Upstream test paths; none: everything.
     Test(Vec<String>),
     Style,
-    /// `series`, `series --check` (`Some(None)`), `series --check --from NNNN`.
-    Series(Option<Option<String>>),
+    Series(Series),
     Fuzz(Vec<String>),
     GpuCheck,
     Outside,
@@ -102,6 +101,15 @@ enum Verb {
         write: bool,
         new_patch: Option<String>,
     },
+}
+
+/// What `./x.py series` does.
+#[derive(Debug, PartialEq)]
+enum Series {
+    /// `series`: record the series as commits (every patch must apply).
+    Apply,
+    /// `series --check [--from NNNN]`: check that each prefix builds, from patch `from` on.
+    Check { from: Option<String> },
 }
 
 impl Verb {
@@ -125,9 +133,11 @@ impl Verb {
             "test" => Verb::Test(strings),
             "style" => Verb::Style,
             "series" => Verb::Series(match strings.as_slice() {
-                [] => None,
-                [check] if check == "--check" => Some(None),
-                [check, from, n] if check == "--check" && from == "--from" => Some(Some(n.clone())),
+                [] => Series::Apply,
+                [check] if check == "--check" => Series::Check { from: None },
+                [check, from, n] if check == "--check" && from == "--from" => {
+                    Series::Check { from: Some(n.clone()) }
+                }
                 _ => return Err("usage: ./x.py series [--check [--from NNNN]]".into()),
             }),
             "fuzz" => Verb::Fuzz(strings),
@@ -166,11 +176,11 @@ impl Verb {
                 .and_then(|()| offload_x::style::rustfmt(cache))
                 .and_then(|()| offload_x::style::tidy(project, cache))
                 .map(done),
-            Verb::Series(check) => {
+            Verb::Series(series) => {
                 commands::prepare(project, cache)?;
-                match check {
-                    None => commands::series_apply(project, cache),
-                    Some(from) => {
+                match series {
+                    Series::Apply => commands::series_apply(project, cache),
+                    Series::Check { from } => {
                         offload_x::series::check_prefixes(project, cache, from.as_deref())
                     }
                 }
@@ -284,10 +294,11 @@ mod tests {
 
     #[test]
     fn verbs_take_their_arguments() {
-        assert_eq!(parse(&["series", "--check"]), Ok(Verb::Series(Some(None))));
+        assert_eq!(parse(&["series"]), Ok(Verb::Series(Series::Apply)));
+        assert_eq!(parse(&["series", "--check"]), Ok(Verb::Series(Series::Check { from: None })));
         assert_eq!(
             parse(&["series", "--check", "--from", "0041"]),
-            Ok(Verb::Series(Some(Some("0041".into()))))
+            Ok(Verb::Series(Series::Check { from: Some("0041".into()) }))
         );
         assert_eq!(
             parse(&["export", "--patch", "0042-x-y"]),
