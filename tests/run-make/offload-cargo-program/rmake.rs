@@ -12,8 +12,9 @@
 //! - the device passes take the toolchain's `core` (the device sysroot) and build none, and
 //!   their kernels are those of `core` built from source for the project (`--build-std`,
 //!   `-Zbuild-std=core`): each kernel's `sm_90` PTX and `gfx90a` ISA is the same;
-//! - bad usage gets one clear error: an unknown arch, and a kernel whose crate is not a
-//!   library of the workspace.
+//! - bad usage gets one clear error: an unknown arch;
+//! - a kernel crate outside the workspace (a path dependency) with a generic kernel, launched by
+//!   the program and inside the crate, runs on the CPU device with the right results.
 
 //@ only-x86_64
 //@ needs-offload
@@ -180,19 +181,89 @@ fn main() {
         "{}",
         unknown.stderr_utf8()
     );
+    outside_kernel_crate();
+}
+
+/// A kernel crate outside the workspace: `kern2` leaves it and is a path dependency of `app`
+/// (and `corpus`) only. A generic kernel of it, which the program launches at one type and
+/// `kern2` itself at another, is added to the copy. `cargo offload run` on the CPU device
+/// builds its kernels into the image (the image crate depends on `kern2` by its folder) and
+/// the program prints the right results.
+fn outside_kernel_crate() {
     let outside = cwd().join("outside");
     copy_dir(&source_root().join("tests/run-make/offload-cpu-device/ws"), &outside);
-    // `kern2` leaves the workspace: its kernel's crate is now a path dependency of `app` only.
     rfs::write(
         outside.join("Cargo.toml"),
         "[workspace]\nmembers = [\"kern\", \"app\"]\nexclude = [\"kern2\"]\n",
     );
-    let missing = cargo_offload_fails(&outside, &["build", "--offload-arch=host"]);
-    assert!(
-        missing
-            .stderr_utf8()
-            .contains("is defined in crate `kern2`, which is not a crate of this workspace"),
-        "{}",
-        missing.stderr_utf8()
+    let edit = |path: &Path, from: &str, to: &str| {
+        let text = rfs::read_to_string(path);
+        assert!(text.contains(from), "no `{from}` in {}", path.display());
+        rfs::write(path, text.replacen(from, to, 1));
+    };
+    let kern2 = outside.join("kern2/src/lib.rs");
+    edit(&kern2, "#![feature(rustc_attrs)]", "#![feature(rustc_attrs, core_intrinsics)]");
+    let mut text = rfs::read_to_string(&kern2);
+    text.push_str(
+        "\n/// A generic kernel: `x[i] += d`.\n\
+         #[rustc_offload_kernel]\n\
+         pub fn offset<T: Copy + core::ops::Add<Output = T>>(x: *mut [T; 8], d: T) {\n\
+         \x20   for v in unsafe { &mut *x }.iter_mut() {\n\
+         \x20       *v = *v + d;\n\
+         \x20   }\n\
+         }\n\n\
+         /// Launches `offset::<u32>` from this crate.\n\
+         #[inline(never)]\n\
+         pub fn launch_offset_u32(x: &mut [u32; 8], d: u32) {\n\
+         \x20   core::intrinsics::offload::<_, _, ()>(offset::<u32>, [1, 1, 1], [1, 1, 1], \
+         (x as *mut _, d))\n\
+         }\n",
     );
+    rfs::write(&kern2, text);
+    let main = outside.join("app/src/main.rs");
+    edit(&main, "    corpus_run();\n}\n", "    corpus_run();\n    outside_run();\n}\n");
+    let mut text = rfs::read_to_string(&main);
+    text.push_str(
+        "\n/// `kern2`'s generic kernel, launched here and inside `kern2`.\n\
+         fn outside_run() {\n\
+         \x20   let mut a = [5i64; 8];\n\
+         \x20   offload::<_, _, ()>(kern2::offset::<i64>, [1, 1, 1], [1, 1, 1], \
+         (&mut a as *mut _, -3i64));\n\
+         \x20   show(\"offset_i64\", &a);\n\
+         \x20   let mut b: [u32; 8] = core::array::from_fn(|i| i as u32);\n\
+         \x20   kern2::launch_offset_u32(&mut b, 40);\n\
+         \x20   show(\"offset_u32\", &b);\n\
+         }\n",
+    );
+    rfs::write(&main, text);
+
+    let run = cargo_offload(&outside, &["run", "--release", "--offload-arch=host", "-p", "app"]);
+    let stdout = run.stdout_utf8();
+    let line = |name: &str| -> Vec<String> {
+        let prefix = format!("{name}: ");
+        let values = stdout.lines().find_map(|l| l.strip_prefix(&prefix));
+        let values = values.unwrap_or_else(|| panic!("no `{name}` line in:\n{stdout}"));
+        values.split_whitespace().map(str::to_string).collect()
+    };
+    let text_of = |values: Vec<u64>| values.into_iter().map(|v| v.to_string()).collect::<Vec<_>>();
+    // `kern2`'s kernels: `add_index` (the workspace's own), and the generic `offset`.
+    assert_eq!(line("add_index"), text_of((0..32).map(|i| 100 + i).collect()));
+    assert_eq!(line("offset_i64"), vec!["2".to_string(); 8]);
+    assert_eq!(line("offset_u32"), text_of((0..8).map(|i| 40 + i).collect()));
+    // `kern`'s kernels too, launched by the program and inside `kern`.
+    assert_eq!(line("scale_u64"), text_of((1..=8).map(|i| i * 10).collect()));
+    let saxpy: Vec<f64> = line("saxpy").iter().map(|v| v.parse().unwrap()).collect();
+    let want: Vec<f64> = (0..256).map(|i| 3.0 * (i as f64 * 0.5) + (i % 7) as f64).collect();
+    assert_eq!(saxpy, want);
+    // The image crate depends on `kern2` by its folder, outside the workspace.
+    let image = rfs::read_to_string(outside.join("target/offload/image/Cargo.toml"));
+    assert!(
+        image.lines().any(|l| l.starts_with("kern2 = { package = \"kern2\", path = \"")
+            && l.contains("/outside/kern2\"")),
+        "no dependency on `kern2` by its folder in:\n{image}"
+    );
+    let manifest = rfs::read_to_string(outside.join("target/offload/image/manifest.json"));
+    for kernel in ["kern2::add_index", "kern2::offset::<i64>", "kern2::offset::<u32>"] {
+        assert!(manifest.contains(kernel), "no `{kernel}` in the image's manifest:\n{manifest}");
+    }
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::args::Arch;
 use crate::env;
 use crate::util::{Failure, Result, fail, write_if_changed};
-use crate::workspace::{Program, Workspace};
+use crate::workspace::{Program, Workspace, built_for};
 
 /// Where the `core` of a device pass comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,8 +70,9 @@ pub(crate) fn device_core(arch: &Arch, build_std: bool) -> Result<DeviceCore> {
     Ok(DeviceCore::Toolchain(sysroot))
 }
 
-/// The crate that builds the device images: it depends on every workspace library that defines
-/// a launched kernel, and the merged manifest names it as its crate.
+/// The crate that builds the device images: it depends on every library (of the workspace or of
+/// a path dependency) that defines a launched kernel, and the merged manifest names it as its
+/// crate.
 pub(crate) const IMAGE_CRATE: &str = "offload_image";
 
 /// The cfg that the device passes set, so that a crate can give the device image what only the
@@ -83,7 +84,7 @@ pub(crate) const DEVICE_CFG: &str = "offload_device";
 #[derive(Debug, PartialEq)]
 pub(crate) enum ImageBuilder {
     /// The generated image crate ([`IMAGE_CRATE`], in this folder), which depends on the
-    /// workspace libraries that define the kernels.
+    /// libraries (of the workspace or of path dependencies) that define the kernels.
     ImageCrate(PathBuf),
     /// A program of the workspace that defines kernels itself (a `bin`, an example, a
     /// `cdylib`): no crate can depend on it, so its device pass builds it as an `rlib` that
@@ -110,11 +111,12 @@ impl ImageBuilder {
 }
 
 /// Chooses and writes what builds the device images of `manifest` (the merged manifest of the
-/// root crates, whose own manifests are `roots`). When every kernel is defined in workspace
-/// libraries, that is the image crate ([`write_image_crate`]). When kernels are defined in a
-/// program of the workspace, that program builds the image, of the kernels that the crates of
-/// its graph launch: two such programs, or another program that launches kernels, are an error
-/// that names them. The program's manifest is `<dir>/image/manifest-<crate>.json`.
+/// root crates, whose own manifests are `roots`). When every kernel is defined in libraries of
+/// the workspace or of path dependencies, that is the image crate ([`write_image_crate`]). When
+/// kernels are defined in a program of the workspace, that program builds the image, of the
+/// kernels that the crates of its graph launch: two such programs, or another program that
+/// launches kernels, are an error that names them. The program's manifest is
+/// `<dir>/image/manifest-<crate>.json`.
 pub(crate) fn image_builder(
     dir: &Path,
     ws: &Workspace,
@@ -204,8 +206,9 @@ fn root_graph(roots: &[PathBuf], krate: &str) -> Result<BTreeSet<String>> {
 
 /// Writes the image crate (`Cargo.toml`, `lib.rs`, `manifest.json`) in `image`, only the files
 /// whose content changed, so that cargo sees an unchanged crate as fresh. It depends on each
-/// workspace library of `libraries`, with the features of `features` (by crate name, as the
-/// host build resolved them: see [`resolved_features`]).
+/// library of `libraries` (of the workspace or of a path dependency, by its folder), with the
+/// features of `features` (by crate name, as the host build resolved them: see
+/// [`resolved_features`]).
 fn write_image_crate<'a>(
     image: &Path,
     ws: &Workspace,
@@ -255,22 +258,32 @@ fn write_image_crate<'a>(
     Ok(())
 }
 
-/// The crates that define `kernel`, an entry of `manifest`: workspace libraries (which the image
-/// crate depends on) or programs ([`Workspace::programs`], which build the image themselves).
-/// That is the crate that defines it; for a kernel declared in an `extern` block (the 1.95
-/// style, named by its link name), the workspace libraries that launch it, whose GPU build
-/// defines it; if only programs launch it, those programs whose root file names
+/// The crates that define `kernel`, an entry of `manifest`: libraries of the workspace or of its
+/// path dependencies (which the image crate depends on) or programs ([`Workspace::programs`],
+/// which build the image themselves). That is the crate that defines it; for a kernel declared
+/// in an `extern` block (the 1.95 style, named by its link name), the libraries that launch it,
+/// whose GPU build defines it; if only programs launch it, those programs whose root file names
 /// `rustc_offload_kernel` (1.95 style code defines its kernels beside their launches) and every
-/// workspace library of the crate graph, one of which must define it (the device pass names a
-/// link name that none defines).
+/// library of the crate graph, one of which must define it (the device pass names a link name
+/// that none defines). A kernel defined in a registry or git dependency is an error that names
+/// its source.
 fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result<Vec<String>> {
     let text = &kernel.kernel;
     if let Some(krate) = kernel.defining_crate() {
         if !ws.libraries.contains_key(krate) && !ws.programs.contains_key(krate) {
+            if let Some(sources) = ws.foreign.get(krate) {
+                let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+                return fail(format!(
+                    "kernel `{text}` is defined in crate `{krate}` of `{}`, a registry or git \
+                     dependency: cargo offload builds the device images only from kernel crates \
+                     of the workspace and of its path dependencies yet",
+                    sources.join("`, `")
+                ));
+            }
             return fail(format!(
                 "kernel `{text}` is defined in crate `{krate}`, which is not a crate of this \
-                 workspace ({}): cargo offload builds the device images from the workspace's \
-                 crates",
+                 workspace ({}) nor a path dependency: cargo offload builds the device images \
+                 from the crates of the workspace and of its path dependencies",
                 ws.root.display()
             ));
         }
@@ -303,8 +316,9 @@ fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result
     Ok(crates)
 }
 
-/// The features that cargo resolved for each workspace library and program among `artifacts`
-/// (a pass's `compiler-artifact` messages), by crate name. The device passes build each library
+/// The features that cargo resolved for each library (of the workspace or of a path dependency,
+/// [`Workspace::libraries`]) and program among `artifacts` (a pass's `compiler-artifact`
+/// messages), by crate name. The device passes build each library
 /// (and a program that defines kernels) with the features of the host build, so that a kernel
 /// picked by a feature (`--features`, `--no-default-features`, a dependent's feature list) is
 /// in the image exactly when the host launches it. Only the units built for `target` count
@@ -316,17 +330,12 @@ pub(crate) fn resolved_features(
     target: &str,
 ) -> BTreeMap<String, BTreeSet<String>> {
     let mut features: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let target_dir = format!("/{target}/");
     for artifact in artifacts {
         let krate = artifact["target"]["name"].as_str().unwrap_or("").replace('-', "_");
         let kinds = artifact["target"]["kind"].as_array().into_iter().flatten();
-        let member = artifact["package_id"].as_str().is_some_and(|id| ws.member_ids.contains(id));
-        let for_target = artifact["filenames"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .any(|f| f.contains(&target_dir));
+        let id = artifact["package_id"].as_str();
+        let member = id.is_some_and(|id| ws.member_ids.contains(id) || ws.path_ids.contains(id));
+        let for_target = built_for(artifact, target);
         let library = kinds.filter_map(Value::as_str).any(|k| matches!(k, "lib" | "rlib"));
         let known = if library {
             ws.libraries.contains_key(&krate)
@@ -407,12 +416,45 @@ mod tests {
                 .map(|l| (l.to_string(), (l.replace('_', "-"), PathBuf::from("/ws").join(l))))
                 .collect(),
             member_ids: libraries.iter().chain(&["app"]).map(|l| format!("{l} 0.1")).collect(),
+            path_ids: BTreeSet::new(),
+            foreign: BTreeMap::new(),
             linking_packages: BTreeSet::new(),
             programs: BTreeMap::from([
                 ("app".to_string(), program(&["--bin", "app"], app_root)),
                 ("guide".to_string(), program(&["--lib"], guide_root)),
             ]),
         }
+    }
+
+    /// The `compiler-artifact` message of library `name` of package `id` (its manifest in
+    /// `dir`), built for the host with `features`.
+    fn library_artifact(id: &str, name: &str, dir: &str, features: &[&str]) -> Value {
+        let file = format!("/ws/target/x86_64-unknown-linux-gnu/debug/deps/lib{name}.rmeta");
+        json!({
+            "package_id": id, "manifest_path": format!("{dir}/Cargo.toml"),
+            "target": {"name": name, "kind": ["lib"]}, "filenames": [file], "features": features
+        })
+    }
+
+    /// [`workspace`] with the path dependency `dep` (package `the-dep`, outside the workspace,
+    /// built with feature `f`) and the registry dependency `reg`.
+    fn with_dependencies(mut ws: Workspace) -> Workspace {
+        let artifacts = [
+            library_artifact(
+                "path+file:///elsewhere/dep#the-dep@0.3.0",
+                "dep",
+                "/elsewhere/dep",
+                &["f"],
+            ),
+            library_artifact(
+                "registry+https://github.com/rust-lang/crates.io-index#reg@1.2.3",
+                "reg",
+                "/home/u/.cargo/registry/src/index/reg-1.2.3",
+                &[],
+            ),
+        ];
+        ws.add_dependencies(&artifacts, "x86_64-unknown-linux-gnu");
+        ws
     }
 
     /// A fresh folder for one test, with the root files of [`workspace`]'s two programs.
@@ -439,6 +481,35 @@ mod tests {
             panic!("a kernel outside the workspace accepted")
         };
         assert!(message.contains("`dep`, which is not a crate of this workspace"), "{message}");
+        // A path dependency outside the workspace defines kernels like a workspace library.
+        let ws_deps = with_dependencies(workspace(&["kern", "k195", "host_only"], &app, &guide));
+        assert_eq!(
+            kernel_crates(&ws_deps, &manifest, &outside).ok(),
+            Some(vec!["dep".to_string()])
+        );
+        let launched_inside = kernel("dep_k", None, &["dep", "app"]);
+        assert_eq!(
+            kernel_crates(&ws_deps, &manifest, &launched_inside).ok(),
+            Some(vec!["dep".to_string()])
+        );
+        // A registry (or git) dependency's kernel: an error that names its source.
+        let registry = kernel("reg::k", Some("reg"), &["app"]);
+        let Err(Failure(message, 1)) = kernel_crates(&ws_deps, &manifest, &registry) else {
+            panic!("a registry crate's kernel accepted")
+        };
+        assert!(
+            message.contains(
+                "kernel `reg::k` is defined in crate `reg` of \
+                 `registry+https://github.com/rust-lang/crates.io-index`, a registry or git \
+                 dependency"
+            ) && message.contains("of the workspace and of its path dependencies yet"),
+            "{message}"
+        );
+        let unknown = kernel("far::k", Some("far"), &["app"]);
+        let Err(Failure(message, 1)) = kernel_crates(&ws_deps, &manifest, &unknown) else {
+            panic!("a kernel of an unknown crate accepted")
+        };
+        assert!(message.contains("`far`, which is not a crate of this workspace"), "{message}");
         // 1.95 style: the launching libraries, else the launching programs whose root file
         // defines kernels and the workspace libraries of the graph.
         let by_lib = kernel("k195_scale", None, &["k195", "app"]);
@@ -480,6 +551,25 @@ mod tests {
             panic!("no image crate")
         };
         assert!(fs::read_to_string(image.join("lib.rs")).unwrap().contains("extern crate kern;"));
+        // A path dependency's kernel: the image crate depends on it by its folder, with the
+        // features of the host build.
+        let ws_deps = with_dependencies(workspace(&["kern"], &app, &guide));
+        let dep_features = BTreeMap::from([("dep".to_string(), BTreeSet::from(["f".to_string()]))]);
+        let manifest = manifest_of(IMAGE_CRATE, &[], vec![kernel("dep", "app")]);
+        let Ok(ImageBuilder::ImageCrate(image)) =
+            image_builder(&dir, &ws_deps, &manifest, &dep_features, &roots)
+        else {
+            panic!("no image crate for a path dependency's kernel")
+        };
+        let toml = fs::read_to_string(image.join("Cargo.toml")).unwrap();
+        assert!(
+            toml.contains(
+                "dep = { package = \"the-dep\", path = \"/elsewhere/dep\", \
+                 default-features = false, features = [\"f\"] }"
+            ),
+            "{toml}"
+        );
+        assert!(fs::read_to_string(image.join("lib.rs")).unwrap().contains("extern crate dep;"));
         // A program's kernel and a library kernel of its graph: the program, under its name; a
         // kernel that only a library outside its graph launches is not the program's.
         let ws_far = workspace(&["kern", "far", "dev_only"], &app, &guide);
@@ -532,12 +622,27 @@ mod tests {
             artifact("registry kern 2.0", "kern", "lib", &target_dir, &["extra"]),
         ];
         let features = resolved_features(&artifacts, &ws, host);
+        assert!(!features.contains_key("dep"));
         let k195: Vec<&str> = features["k195"].iter().map(String::as_str).collect();
         assert_eq!(k195, ["scale"]);
         assert!(features["kern"].is_empty());
         // A program's own features: it builds the image when it defines kernels.
         let app: Vec<&str> = features["app"].iter().map(String::as_str).collect();
         assert_eq!(app, ["scale"]);
+        // A path dependency's library gets its features too; a registry crate's does not.
+        let ws = with_dependencies(ws);
+        let mut artifacts = artifacts.to_vec();
+        artifacts.push(library_artifact(
+            "path+file:///elsewhere/dep#the-dep@0.3.0",
+            "dep",
+            "/elsewhere/dep",
+            &["f"],
+        ));
+        artifacts.push(library_artifact("registry+https://r#reg@1.2.3", "reg", "/r/reg", &["x"]));
+        let features = resolved_features(&artifacts, &ws, host);
+        let dep: Vec<&str> = features["dep"].iter().map(String::as_str).collect();
+        assert_eq!(dep, ["f"]);
+        assert!(!features.contains_key("reg"));
         fs::remove_dir_all(&dir).unwrap();
     }
 

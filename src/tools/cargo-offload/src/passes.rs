@@ -107,7 +107,7 @@ fn cargo_command(cargo: &OsString, verb: &str) -> Command {
 /// device pass per arch and the registration of their images, then the host pass; `run` and
 /// `test` then run the programs.
 pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
-    let build = Build::new(inv)?;
+    let mut build = Build::new(inv)?;
     // A bundle's folder is checked before the build, which takes a while.
     let bundle_out = inv.bundle_out.clone().unwrap_or_else(|| build.dir.join("bundle"));
     if inv.verb == Verb::Bundle {
@@ -231,7 +231,7 @@ impl<'a> Build<'a> {
     }
 
     /// 1. The host metadata pass, with `cargo-offload` as `RUSTC_WRAPPER`.
-    fn host_metadata_pass(&self) -> Result<HostMetadata> {
+    fn host_metadata_pass(&mut self) -> Result<HostMetadata> {
         let (inv, host) = (self.inv, &self.host);
         let mut check = cargo_command(&self.cargo, "check");
         check
@@ -261,6 +261,8 @@ impl<'a> Build<'a> {
             roots.len(),
             if roots.len() == 1 { "" } else { "s" }
         );
+        // The path dependencies outside the workspace may define kernels too.
+        self.ws.add_dependencies(&artifacts, host);
         let features = resolved_features(&artifacts, &self.ws, host);
         Ok(HostMetadata { manifest, kernels, features, roots })
     }

@@ -2,6 +2,7 @@
 //! `cargo metadata` describes it ([`Workspace`]), the host's target triple and the profile
 //! folder that the user's cargo arguments select.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -18,10 +19,20 @@ pub(crate) struct Workspace {
     pub(crate) target_dir: PathBuf,
     /// The workspace's root folder (`workspace_root`).
     pub(crate) root: PathBuf,
-    /// Library crate name (`-` as `_`) -> (package name, package folder).
+    /// Library crate name (`-` as `_`) -> (package name, package folder): the libraries of the
+    /// workspace's members, and those of the path dependencies outside the workspace that the
+    /// host metadata pass built ([`Workspace::add_dependencies`]). A member's library takes
+    /// precedence over a path dependency's of the same crate name.
     pub(crate) libraries: BTreeMap<String, (String, PathBuf)>,
     /// Package ids of the workspace's members (cargo's `workspace_members`).
     pub(crate) member_ids: BTreeSet<String>,
+    /// Package ids of the path dependencies outside the workspace whose library is among
+    /// [`Workspace::libraries`].
+    pub(crate) path_ids: BTreeSet<String>,
+    /// Library crate name -> the sources (a registry, a git repository) of the packages of the
+    /// build that are neither members nor path dependencies and that build a library of that
+    /// name: their kernels cannot be built into the images yet.
+    pub(crate) foreign: BTreeMap<String, BTreeSet<String>>,
     /// Packages with a target that the host pass links (a program, an example, a test, a
     /// `cdylib`): those link the device images' registration.
     pub(crate) linking_packages: BTreeSet<String>,
@@ -116,9 +127,71 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
         root: PathBuf::from(text(&meta, "workspace_root")),
         libraries,
         member_ids,
+        path_ids: BTreeSet::new(),
+        foreign: BTreeMap::new(),
         linking_packages,
         programs,
     })
+}
+
+impl Workspace {
+    /// Adds the libraries of the dependencies that a pass built for `target` (its
+    /// `compiler-artifact` messages, `artifacts`): each path dependency outside the workspace
+    /// joins [`Workspace::libraries`] (a member's library of the same crate name keeps its
+    /// place), so that the image crate depends on it by its folder, like on a member's
+    /// library; a registry or git dependency is recorded in [`Workspace::foreign`].
+    pub(crate) fn add_dependencies(&mut self, artifacts: &[Value], target: &str) {
+        for artifact in artifacts {
+            let Some(id) = artifact["package_id"].as_str() else { continue };
+            let kinds = artifact["target"]["kind"].as_array().into_iter().flatten();
+            let library =
+                kinds.filter_map(Value::as_str).any(|k| matches!(k, "lib" | "rlib" | "dylib"));
+            if self.member_ids.contains(id) || !library || !built_for(artifact, target) {
+                continue;
+            }
+            let krate = artifact["target"]["name"].as_str().unwrap_or("").replace('-', "_");
+            let (name, source) = package_id_parts(id);
+            if !source.starts_with("path+") {
+                self.foreign.entry(krate).or_default().insert(source.to_string());
+                continue;
+            }
+            let manifest = PathBuf::from(artifact["manifest_path"].as_str().unwrap_or(""));
+            let Some(dir) = manifest.parent().filter(|d| !d.as_os_str().is_empty()) else {
+                continue;
+            };
+            if let Entry::Vacant(entry) = self.libraries.entry(krate) {
+                entry.insert((name, dir.to_path_buf()));
+                self.path_ids.insert(id.to_string());
+            }
+        }
+    }
+}
+
+/// Whether a `compiler-artifact` message is of a unit built for `target`: its files lie under
+/// `<target dir>/<target>/` (a build dependency's lie elsewhere, with features resolved apart).
+pub(crate) fn built_for(artifact: &Value, target: &str) -> bool {
+    let target_dir = format!("/{target}/");
+    let files = artifact["filenames"].as_array().into_iter().flatten();
+    files.filter_map(Value::as_str).any(|f| f.contains(&target_dir))
+}
+
+/// The package name and the source of a cargo package id: `SOURCE#NAME@VERSION`, or
+/// `SOURCE#VERSION` when the name is the source's last path segment (cargo 1.77 and later), or
+/// `NAME VERSION (SOURCE)` (earlier).
+fn package_id_parts(id: &str) -> (String, &str) {
+    if let Some((name, rest)) = id.split_once(' ') {
+        let source = rest.split_once(" (").map_or("", |(_, s)| s.trim_end_matches(')'));
+        return (name.to_string(), source);
+    }
+    let (source, fragment) = id.split_once('#').unwrap_or((id, ""));
+    let name = match fragment.split_once('@') {
+        Some((name, _)) => name,
+        None => {
+            let path = source.split('?').next().unwrap_or("").trim_end_matches('/');
+            path.rsplit('/').next().unwrap_or("")
+        }
+    };
+    (name.to_string(), source)
 }
 
 /// The crate names of the normal and dev dependencies of `package` (a package of `cargo
@@ -245,6 +318,8 @@ pub(crate) fn test_check_targets(cargo_args: &[String]) -> &'static [&'static st
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::util::strings;
 
@@ -277,6 +352,76 @@ mod tests {
         assert_eq!(profile_dir(&strings(&["--profile", "fast"])), "fast");
         assert_eq!(profile_dir(&strings(&["--profile=fast"])), "fast");
         assert_eq!(profile_dir(&strings(&["--profile=dev"])), "debug");
+    }
+
+    #[test]
+    fn package_ids_name_their_package_and_source() {
+        let parts = |id: &str| {
+            let (name, source) = package_id_parts(id);
+            (name, source.to_string())
+        };
+        let path = "path+file:///home/u/kern-x".to_string();
+        assert_eq!(parts("path+file:///home/u/kern-x#kern-two@0.2.0"), ("kern-two".into(), path));
+        let path = "path+file:///home/u/kern2".to_string();
+        assert_eq!(parts("path+file:///home/u/kern2#0.1.0"), ("kern2".into(), path.clone()));
+        assert_eq!(parts("kern2 0.1.0 (path+file:///home/u/kern2)"), ("kern2".into(), path));
+        let git = "git+https://example.org/k.git?branch=main".to_string();
+        assert_eq!(parts("git+https://example.org/k.git?branch=main#k@1.0.0"), ("k".into(), git));
+    }
+
+    #[test]
+    fn path_dependencies_join_the_libraries() {
+        let mut ws = Workspace {
+            target_dir: PathBuf::from("/ws/target"),
+            root: PathBuf::from("/ws"),
+            libraries: BTreeMap::from([(
+                "kern".into(),
+                ("kern".into(), PathBuf::from("/ws/kern")),
+            )]),
+            member_ids: BTreeSet::from(["path+file:///ws/kern#0.1.0".to_string()]),
+            path_ids: BTreeSet::new(),
+            foreign: BTreeMap::new(),
+            linking_packages: BTreeSet::new(),
+            programs: BTreeMap::new(),
+        };
+        let host = "x86_64-unknown-linux-gnu";
+        let artifact = |id: &str, name: &str, kind: &str, dir: &str, folder: &str| {
+            let file = format!("/ws/target/{folder}/debug/deps/lib{name}.rmeta");
+            json!({
+                "package_id": id, "manifest_path": format!("{dir}/Cargo.toml"),
+                "target": {"name": name, "kind": [kind]}, "filenames": [file], "features": []
+            })
+        };
+        let artifacts = [
+            artifact("path+file:///ws/kern#0.1.0", "kern", "lib", "/ws/kern", host),
+            artifact(
+                "path+file:///out/kern-x#kern-two@0.2.0",
+                "kern_two",
+                "lib",
+                "/out/kern-x",
+                host,
+            ),
+            // A path dependency's program, and a library built only as a build dependency.
+            artifact("path+file:///out/tool#0.1.0", "tool", "bin", "/out/tool", host),
+            artifact("path+file:///out/gen#0.1.0", "gen", "lib", "/out/gen", "."),
+            // A path dependency with a member's crate name: the member's library stays.
+            artifact("path+file:///out/kern#0.9.0", "kern", "lib", "/out/kern", host),
+            artifact("registry+https://r#reg@1.0.0", "reg", "rlib", "/r/reg-1.0.0", host),
+            artifact("git+https://g/reg#reg@2.0.0", "reg", "lib", "/g/reg", host),
+        ];
+        ws.add_dependencies(&artifacts, host);
+        let libraries: Vec<(&str, &str, &Path)> =
+            ws.libraries.iter().map(|(k, (p, d))| (k.as_str(), p.as_str(), d.as_path())).collect();
+        assert_eq!(
+            libraries,
+            [
+                ("kern", "kern", Path::new("/ws/kern")),
+                ("kern_two", "kern-two", Path::new("/out/kern-x"))
+            ]
+        );
+        assert_eq!(ws.path_ids, BTreeSet::from(["path+file:///out/kern-x#kern-two@0.2.0".into()]));
+        let foreign = BTreeSet::from(["git+https://g/reg".into(), "registry+https://r".into()]);
+        assert_eq!(ws.foreign, BTreeMap::from([("reg".to_string(), foreign)]));
     }
 
     #[test]
