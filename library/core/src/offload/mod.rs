@@ -37,128 +37,70 @@
 #[unstable(feature = "gpu_offload", issue = "none")]
 pub use crate::offload;
 
-#[cfg(all(
-    offload_device,
-    target_thread_local,
-    target_os = "linux",
-    not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
-))]
-mod cpu_device;
-
-/// The implicit kernel arguments of an `amdgcn` kernel, loaded by functions that the device
-/// pass of the compiler defines (`rustc_codegen_llvm::back::offload_device`), since Rust has
-/// no pointer into the constant address space that `llvm.amdgcn.implicitarg.ptr` returns.
-#[cfg(target_arch = "amdgpu")]
-mod amdgpu {
-    unsafe extern "C" {
-        /// `hidden_group_size_{x,y,z}` (`dim` 0, 1, 2): the threads per block.
-        pub(super) safe fn __rust_offload_amdgpu_group_size(dim: u32) -> u32;
-        /// `hidden_block_count_{x,y,z}` (`dim` 0, 1, 2): the blocks of the grid.
-        pub(super) safe fn __rust_offload_amdgpu_block_count(dim: u32) -> u32;
-        /// A release fence of workgroup scope, `s_barrier`, an acquire fence of workgroup
-        /// scope (Rust's fences have no scope).
-        pub(super) fn __rust_offload_amdgpu_sync_threads();
+// The device that the code runs on: one backend module per device, each with the same
+// functions (`thread_idx`, `block_idx`, `block_dim`, `grid_dim` of a dimension 0 to 2,
+// `sync_threads`, `dynamic_shared_memory`), of which this module's functions are the portable
+// faces. A new device is a new arm here and a module beside the others.
+crate::cfg_select! {
+    target_arch = "nvptx64" => {
+        mod nvptx;
+        use nvptx as device;
+    }
+    target_arch = "amdgpu" => {
+        mod amdgpu;
+        use amdgpu as device;
+    }
+    // LLVM offload's CPU device: the image's `core`, built with `--cfg offload_device`.
+    all(offload_device, target_thread_local, target_os = "linux") => {
+        mod cpu_device;
+        use cpu_device as device;
+    }
+    _ => {
+        mod outside_launch;
+        use outside_launch as device;
     }
 }
-
-/// The work item that runs outside any launch: work item 0 of one block of one thread.
-#[cfg(not(any(
-    target_arch = "nvptx64",
-    target_arch = "amdgpu",
-    all(offload_device, target_thread_local, target_os = "linux")
-)))]
-mod outside_launch {
-    pub(super) const fn thread_idx(_dim: usize) -> u32 {
-        0
-    }
-    pub(super) const fn block_idx(_dim: usize) -> u32 {
-        0
-    }
-    pub(super) const fn block_dim(_dim: usize) -> u32 {
-        1
-    }
-    pub(super) const fn grid_dim(_dim: usize) -> u32 {
-        1
-    }
-    /// The one thread of its block has nothing to wait for.
-    pub(super) const fn sync_threads() {}
-    /// Outside a launch there is no block-shared memory.
-    pub(super) const fn dynamic_shared_memory() -> *mut u8 {
-        crate::ptr::null_mut()
-    }
-}
-
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-#[cfg(all(offload_device, target_thread_local, target_os = "linux"))]
-use cpu_device as host;
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-#[cfg(not(all(offload_device, target_thread_local, target_os = "linux")))]
-use outside_launch as host;
 
 macro_rules! grid_functions {
     ($(
         $(#[$doc:meta])*
-        fn $name:ident: nvptx $nvptx:ident, amdgpu $amdgpu:expr, host $host:ident($dim:literal);
+        fn $name:ident: $backend:ident($dim:literal);
     )*) => {$(
         $(#[$doc])*
         #[inline]
         #[must_use]
         #[unstable(feature = "gpu_offload", issue = "none")]
         pub fn $name() -> u32 {
-            #[cfg(target_arch = "nvptx64")]
-            {
-                // SAFETY: reads a special register that every thread of a kernel has.
-                unsafe { crate::arch::nvptx::$nvptx() }
-            }
-            #[cfg(target_arch = "amdgpu")]
-            {
-                $amdgpu
-            }
-            #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-            {
-                host::$host($dim)
-            }
+            device::$backend($dim)
         }
     )*};
 }
 
 grid_functions! {
     /// The x index of the calling thread within its block, `0..block_dim_x()`.
-    fn thread_idx_x: nvptx _thread_idx_x, amdgpu crate::arch::amdgpu::workitem_id_x(),
-        host thread_idx(0);
+    fn thread_idx_x: thread_idx(0);
     /// The y index of the calling thread within its block, `0..block_dim_y()`.
-    fn thread_idx_y: nvptx _thread_idx_y, amdgpu crate::arch::amdgpu::workitem_id_y(),
-        host thread_idx(1);
+    fn thread_idx_y: thread_idx(1);
     /// The z index of the calling thread within its block, `0..block_dim_z()`.
-    fn thread_idx_z: nvptx _thread_idx_z, amdgpu crate::arch::amdgpu::workitem_id_z(),
-        host thread_idx(2);
+    fn thread_idx_z: thread_idx(2);
     /// The x index of the calling thread's block within the grid, `0..grid_dim_x()`.
-    fn block_idx_x: nvptx _block_idx_x, amdgpu crate::arch::amdgpu::workgroup_id_x(),
-        host block_idx(0);
+    fn block_idx_x: block_idx(0);
     /// The y index of the calling thread's block within the grid, `0..grid_dim_y()`.
-    fn block_idx_y: nvptx _block_idx_y, amdgpu crate::arch::amdgpu::workgroup_id_y(),
-        host block_idx(1);
+    fn block_idx_y: block_idx(1);
     /// The z index of the calling thread's block within the grid, `0..grid_dim_z()`.
-    fn block_idx_z: nvptx _block_idx_z, amdgpu crate::arch::amdgpu::workgroup_id_z(),
-        host block_idx(2);
+    fn block_idx_z: block_idx(2);
     /// The threads per block along x: the launch's `threads[0]`.
-    fn block_dim_x: nvptx _block_dim_x, amdgpu amdgpu::__rust_offload_amdgpu_group_size(0),
-        host block_dim(0);
+    fn block_dim_x: block_dim(0);
     /// The threads per block along y: the launch's `threads[1]`.
-    fn block_dim_y: nvptx _block_dim_y, amdgpu amdgpu::__rust_offload_amdgpu_group_size(1),
-        host block_dim(1);
+    fn block_dim_y: block_dim(1);
     /// The threads per block along z: the launch's `threads[2]`.
-    fn block_dim_z: nvptx _block_dim_z, amdgpu amdgpu::__rust_offload_amdgpu_group_size(2),
-        host block_dim(2);
+    fn block_dim_z: block_dim(2);
     /// The blocks of the grid along x: the launch's `blocks[0]`.
-    fn grid_dim_x: nvptx _grid_dim_x, amdgpu amdgpu::__rust_offload_amdgpu_block_count(0),
-        host grid_dim(0);
+    fn grid_dim_x: grid_dim(0);
     /// The blocks of the grid along y: the launch's `blocks[1]`.
-    fn grid_dim_y: nvptx _grid_dim_y, amdgpu amdgpu::__rust_offload_amdgpu_block_count(1),
-        host grid_dim(1);
+    fn grid_dim_y: grid_dim(1);
     /// The blocks of the grid along z: the launch's `blocks[2]`.
-    fn grid_dim_z: nvptx _grid_dim_z, amdgpu amdgpu::__rust_offload_amdgpu_block_count(2),
-        host grid_dim(2);
+    fn grid_dim_z: grid_dim(2);
 }
 
 /// Waits until every thread of the calling thread's block has called `sync_threads` as many
@@ -177,20 +119,9 @@ grid_functions! {
 #[inline]
 #[unstable(feature = "gpu_offload", issue = "none")]
 pub unsafe fn sync_threads() {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        // SAFETY: the caller's contract is `bar.sync`'s.
-        unsafe { crate::arch::nvptx::_syncthreads() }
-    }
-    #[cfg(target_arch = "amdgpu")]
-    {
-        // SAFETY: the caller's contract is `s_barrier`'s.
-        unsafe { amdgpu::__rust_offload_amdgpu_sync_threads() }
-    }
-    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-    {
-        host::sync_threads()
-    }
+    // The backends' barriers are safe functions that only this one calls: its contract is
+    // theirs.
+    device::sync_threads()
 }
 
 /// The dynamic block-shared memory of the calling thread's block: as many bytes as the launch
@@ -203,18 +134,7 @@ pub unsafe fn sync_threads() {
 #[must_use]
 #[unstable(feature = "gpu_offload", issue = "none")]
 pub fn dynamic_shared_memory() -> *mut u8 {
-    #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
-    {
-        unsafe extern "C" {
-            /// Defined by the device pass (`rustc_codegen_llvm::back::offload_device`).
-            safe fn __rust_offload_dynamic_shared_memory() -> *mut u8;
-        }
-        __rust_offload_dynamic_shared_memory()
-    }
-    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-    {
-        host::dynamic_shared_memory()
-    }
+    device::dynamic_shared_memory()
 }
 
 /// Launches `kernel` as `core::intrinsics::offload(kernel, blocks, threads, args)` does, with
