@@ -125,8 +125,8 @@ mod host;
 mod launch_args;
 mod launches;
 
-pub use self::device::offload_device_builds_image;
 pub(crate) use self::device::{check_kernels_unused_by_device_code, device_roots};
+pub use self::device::{offload_device_builds_image, offload_device_manifest_names_this_crate};
 pub use self::host::{start_host_metadata_pass, write_host_manifest};
 
 /// How a manifest names a launched kernel instance.

@@ -46,6 +46,18 @@ pub fn offload_device_builds_image(tcx: TyCtxt<'_>) -> bool {
             .any(|cgu| !cgu.items().is_empty())
 }
 
+/// Whether this compilation is a manifest-driven device pass (`-Zoffload=Device=<manifest>`) of
+/// the crate that the manifest names, which builds the image from the manifest's kernels. The
+/// other crates of the manifest's graph root nothing in that pass and build the same whatever
+/// kernels the manifest lists, so only this crate's dep-info lists the manifest: a kernel edit
+/// then rebuilds the image, not the graph's unchanged dependencies. Reads the manifest (a fatal
+/// error names one it cannot read) unless the target is no device target, which the device
+/// pass reports later.
+pub fn offload_device_manifest_names_this_crate(tcx: TyCtxt<'_>) -> bool {
+    let Some(path) = tcx.sess.opts.offload_device_manifest() else { return false };
+    is_device_target(tcx) && read_manifest(tcx, path).krate == tcx.crate_name(LOCAL_CRATE).as_str()
+}
+
 /// Whether the device pass can build an image for this session's target: a GPU target, or a
 /// CPU that LLVM's offload runtime runs as its host device (the "host" plugin loads an ELF
 /// shared object of the host's own architecture and calls its kernels through libffi, so

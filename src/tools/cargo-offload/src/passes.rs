@@ -438,7 +438,7 @@ impl<'a> Build<'a> {
         // (`libc_nonshared.a`, named by the `libc.so` linker script): rustc names `-lc` before
         // the link arguments, so the object needs its own `-lc` after it.
         let flags = format!(
-            " -Zunstable-options -Zoffload=Host={} -Clto=fat -Cembed-bitcode=yes -Clink-arg={} \
+            " -Zunstable-options -Zoffload=Host={} -Clink-arg={} \
              -Clink-arg=-L{rt} -Clink-arg=-lomptarget -Clink-arg=-lomp -Clink-arg=-Wl,-rpath,{rt} \
              -Clink-arg=-lc",
             host_out.display(),

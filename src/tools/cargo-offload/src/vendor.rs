@@ -59,13 +59,38 @@ pub(crate) fn tool(
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The record of a device binary's build ([`device_binary`]): each tool with its arguments and
+/// modification time (a toolchain installed anew at the same path makes another record), the
+/// packaging spec, then the device pass's image, byte for byte.
+fn vendor_record(
+    what: &str,
+    steps: &[(PathBuf, Vec<String>)],
+    spec: &str,
+    image: &Path,
+) -> Result<Vec<u8>> {
+    let mut record = String::new();
+    for (program, args) in steps {
+        let modified = fs::metadata(program).and_then(|m| m.modified()).ok();
+        record.push_str(&format!("{} {modified:?} {args:?}\n", program.display()));
+    }
+    record.push_str(spec);
+    record.push('\n');
+    let mut record = record.into_bytes();
+    let bytes = fs::read(image)
+        .map_err(|e| Failure::new(format!("{what}: cannot read {}: {e}", image.display())))?;
+    record.extend_from_slice(&bytes);
+    Ok(record)
+}
+
 /// Compiles the device pass's image (`host.out`: the kernels' optimized LLVM bitcode in an
 /// offload binary) into what the runtime's plugin loads, and packages that as an offload
 /// binary for the registration: an ELF shared object for the CPU device, a code object (ELF
 /// shared object, code object v5) for AMD GPUs, an ELF cubin for NVIDIA GPUs. The steps are the
 /// device target's vendor steps (`offload_targets`), with `-O2`/`-O3` for `llc`; every image is
 /// linked with nothing undefined but, for the CPU device, the C library the program has.
-/// Returns the packaged file and a summary (kernels, bytes).
+/// The outputs of the last build are kept when its tools, their arguments and its image were the
+/// same (recorded in `<dir>/<arch>.vendor-record`). Returns the packaged file and a summary
+/// (kind, file, bytes).
 pub(crate) fn device_binary(
     dir: &Path,
     arch: &Arch,
@@ -75,10 +100,9 @@ pub(crate) fn device_binary(
     let what = format!("image {}", arch.name);
     let base = dir.join(&arch.name);
     let bc = base.with_extension("bc");
-    let bc_arg = format!("--image=file={},triple={}", bc.display(), arch.target);
-    tool(&what, &llvm_tool("llvm-offload-binary"), &[&image, &bc_arg])?;
     let opt = if release { "-O3" } else { "-O2" };
     let loadable = base.with_extension(arch.device.loadable_extension);
+    let packaged = base.with_extension("offload");
     let file = |role: Role| {
         let path = match role {
             Role::Input => bc.clone(),
@@ -88,25 +112,45 @@ pub(crate) fn device_binary(
         };
         path.display().to_string()
     };
+    let mut steps = Vec::new();
     for step in arch.device.vendor_steps {
         let program = match step.tools {
             Tools::Llvm => llvm_tool(step.program),
             Tools::Cuda => cuda_tool(step.program),
         };
-        let args = step.args_for(&arch.name, Some(opt), &file);
-        let args: Vec<&dyn AsRef<std::ffi::OsStr>> =
-            args.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>).collect();
-        tool(&what, &program, &args)?;
+        steps.push((program, step.args_for(&arch.name, Some(opt), &file)));
     }
-    let packaged = base.with_extension("offload");
     let mut spec =
         format!("--image=file={},triple={},kind=openmp", loadable.display(), arch.target);
     if let Some(cpu) = &arch.cpu {
         spec.push_str(&format!(",arch={cpu}"));
     }
+    let summary = || {
+        let bytes = fs::metadata(&loadable).map(|m| m.len()).unwrap_or(0);
+        format!("{} {} ({bytes} bytes)", arch.device.image_kind, loadable.display())
+    };
+
+    // The record of what made the packaged image: the tools, their arguments and the device
+    // pass's image, byte for byte. A build whose record equals the last one's (a host-only edit,
+    // or an arch whose kernels did not change) reuses its outputs; the record is removed before
+    // the tools run, so a build that fails leaves none.
+    let record = base.with_extension("vendor-record");
+    let key = vendor_record(&what, &steps, &spec, image)?;
+    if fs::read(&record).is_ok_and(|old| old == key) && loadable.is_file() && packaged.is_file() {
+        return Ok((packaged, format!("{} (unchanged)", summary())));
+    }
+    let _ = fs::remove_file(&record);
+
+    let bc_arg = format!("--image=file={},triple={}", bc.display(), arch.target);
+    tool(&what, &llvm_tool("llvm-offload-binary"), &[&image, &bc_arg])?;
+    for (program, args) in &steps {
+        let args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+            args.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>).collect();
+        tool(&what, program, &args)?;
+    }
     let out_arg = packaged.display().to_string();
     tool(&what, &llvm_tool("llvm-offload-binary"), &[&"-o", &out_arg, &spec])?;
-    let bytes = fs::metadata(&loadable).map(|m| m.len()).unwrap_or(0);
-    let kind = arch.device.image_kind;
-    Ok((packaged, format!("{kind} {} ({bytes} bytes)", loadable.display())))
+    fs::write(&record, key)
+        .map_err(|e| Failure::new(format!("{what}: cannot write {}: {e}", record.display())))?;
+    Ok((packaged, summary()))
 }

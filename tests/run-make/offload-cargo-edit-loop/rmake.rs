@@ -1,0 +1,207 @@
+//! The edit loop of `cargo offload` (scenarios S28 and S30 of `src/doc/scenarios.md`): a program
+//! in the dev profile is built as plain `cargo build` builds it, and an edit rebuilds only what
+//! it changed.
+//!
+//! The workspace: `kernels` (a kernel, `saxpy`, that calls into `helper`, a dependency that
+//! stands for a registry crate), `launcher` (a library that launches `saxpy` too) and `runner`
+//! (a program that launches `saxpy` and calls `launcher`). Built with `--offload-arch=host`:
+//! - the host pass passes no `-C lto` (the profile has none) and builds incrementally, as the
+//!   dev profile asks;
+//! - `saxpy` is launched from two crates, each of whose objects holds its offload entry, and
+//!   the linked program holds one (the entries are COMDAT groups); the program's results are
+//!   the host's;
+//! - after an edit of the program alone, the device pass compiles nothing, its image is reused
+//!   (the vendor tools do not run again) and the host pass compiles only `runner`;
+//! - after an edit of the kernel, the device pass compiles `kernels` and the image, not
+//!   `helper`, and the program runs the edited kernel.
+
+//@ only-x86_64
+//@ needs-offload
+
+use std::path::Path;
+
+use run_make_support::offload::{cargo_offload, llvm_tool};
+use run_make_support::{cmd, cwd, rfs};
+
+const KERNELS: &str = r#"#![feature(gpu_offload)]
+#![no_std]
+
+use core::offload::{block_dim_x, block_idx_x, offload_kernel, thread_idx_x};
+
+#[offload_kernel]
+pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+    if i < y.len() {
+        y[i] = helper::combine(a, x[i], y[i]) + 0.0;
+    }
+}
+"#;
+
+const LAUNCHER: &str = r#"#![feature(gpu_offload)]
+
+/// `saxpy` with `a = 3` over `y`, launched from this crate.
+pub fn saxpy3(x: &[f32], y: &mut [f32]) {
+    core::offload::offload! {
+        kernel = kernels::saxpy,
+        workgroup_dim = [y.len().div_ceil(64) as u32, 1, 1],
+        thread_dim = [64, 1, 1],
+        args = (3.0f32, x, y),
+    }
+}
+"#;
+
+const RUNNER: &str = r#"#![feature(gpu_offload)]
+
+fn main() {
+    let n = 1000;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut y = vec![1.0f32; n];
+    core::offload::offload! {
+        kernel = kernels::saxpy,
+        workgroup_dim = [(n as u32).div_ceil(64), 1, 1],
+        thread_dim = [64, 1, 1],
+        args = (2.0f32, &x[..], &mut y[..]),
+    }
+    launcher::saxpy3(&x, &mut y);
+    let wrong = (0..n).filter(|&i| y[i] != 5.0 * i as f32 + 1.0 + 0.0).count();
+    println!("edit 0: y[10] = {}, {wrong} of {n} differ", y[10]);
+}
+"#;
+
+/// The lines that `cargo offload` (run with `-v`) printed in the step named `step`, between its
+/// start line and its `done` line.
+fn step_lines<'a>(stderr: &'a str, step: &str) -> Vec<&'a str> {
+    let start = format!("[cargo offload] {step}");
+    stderr
+        .lines()
+        .skip_while(|l| !l.starts_with(&start))
+        .skip(1)
+        .take_while(|l| !l.starts_with(&start))
+        .collect()
+}
+
+/// The crates that cargo compiled in a step's `lines`.
+fn compiled<'a>(lines: &[&'a str]) -> Vec<&'a str> {
+    lines
+        .iter()
+        .filter_map(|l| l.trim_start().strip_prefix("Compiling "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .collect()
+}
+
+/// How often the linked program `exe` holds the name of kernel `symbol`'s offload entry
+/// (a local symbol of each object whose entry the link kept).
+fn entry_copies(exe: &Path, symbol: &str) -> usize {
+    let nm = cmd(llvm_tool("llvm-nm")).arg(exe).run().stdout_utf8();
+    let name = format!(".offloading.entry_name.{symbol}");
+    nm.lines().filter(|l| l.split_whitespace().last() == Some(name.as_str())).count()
+}
+
+fn build(ws: &Path) -> String {
+    cargo_offload(ws, &["build", "-v", "--offload-arch=host"]).stderr_utf8()
+}
+
+fn run(ws: &Path) -> String {
+    cargo_offload(ws, &["run", "--offload-arch=host"]).stdout_utf8()
+}
+
+fn main() {
+    let ws = cwd().join("ws");
+    for krate in ["helper", "kernels", "launcher", "runner"] {
+        rfs::create_dir_all(ws.join(krate).join("src"));
+    }
+    rfs::write(
+        ws.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"kernels\", \"launcher\", \"runner\"]\nresolver = \"3\"\n",
+    );
+    let package = |name: &str, dependencies: &str| {
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+             [dependencies]\n{dependencies}"
+        )
+    };
+    // `helper` is a path dependency outside the workspace's members, as a registry crate is.
+    rfs::write(ws.join("helper/Cargo.toml"), package("helper", ""));
+    rfs::write(
+        ws.join("helper/src/lib.rs"),
+        "#![no_std]\n/// `a * x + y`.\npub fn combine(a: f32, x: f32, y: f32) -> f32 {\n    \
+         a * x + y\n}\n",
+    );
+    rfs::write(
+        ws.join("kernels/Cargo.toml"),
+        package("kernels", "helper = { path = \"../helper\" }\n"),
+    );
+    rfs::write(ws.join("kernels/src/lib.rs"), KERNELS);
+    rfs::write(
+        ws.join("launcher/Cargo.toml"),
+        package("launcher", "kernels = { path = \"../kernels\" }\n"),
+    );
+    rfs::write(ws.join("launcher/src/lib.rs"), LAUNCHER);
+    rfs::write(
+        ws.join("runner/Cargo.toml"),
+        package(
+            "runner",
+            "kernels = { path = \"../kernels\" }\nlauncher = { path = \"../launcher\" }\n",
+        ),
+    );
+    rfs::write(ws.join("runner/src/main.rs"), RUNNER);
+
+    // The first build: the profile's own settings, entries from two crates, one in the program.
+    let first = build(&ws);
+    let host_pass = step_lines(&first, "host pass");
+    let runner_rustc = host_pass
+        .iter()
+        .find(|l| l.contains("Running `") && l.contains("--crate-name runner"))
+        .unwrap_or_else(|| panic!("no rustc command of `runner` in the host pass:\n{first}"));
+    assert!(!runner_rustc.contains("lto"), "the host pass asks for LTO: {runner_rustc}");
+    assert!(
+        runner_rustc.contains("-C incremental="),
+        "the host pass of the dev profile is not incremental: {runner_rustc}"
+    );
+    let host_dir = ws.join("target/offload/host/x86_64-unknown-linux-gnu/debug");
+    let exe = host_dir.join("runner");
+    let nm = cmd(llvm_tool("llvm-nm")).arg(&exe).run().stdout_utf8();
+    let symbol = nm
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .find_map(|n| n.strip_prefix(".offloading.entry_name."))
+        .unwrap_or_else(|| panic!("the program has no offload entry"))
+        .to_string();
+    assert!(symbol.starts_with("_offload_kernel_saxpy_"), "{symbol}");
+    let launcher_rlib = rfs::read_dir(host_dir.join("deps"))
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("liblauncher-") && name.ends_with(".rlib")
+        })
+        .expect("no rlib of `launcher`");
+    assert_eq!(entry_copies(&launcher_rlib, &symbol), 1, "`launcher`'s own entry");
+    assert_eq!(entry_copies(&exe, &symbol), 1, "the program's entries of {symbol}");
+    assert_eq!(run(&ws).trim(), "edit 0: y[10] = 51, 0 of 1000 differ");
+
+    // A host-only edit: no device codegen, the image reused, only `runner` compiled.
+    let main_rs = ws.join("runner/src/main.rs");
+    rfs::write(&main_rs, RUNNER.replace("edit 0", "edit 1"));
+    let host_edit = build(&ws);
+    let device = step_lines(&host_edit, "device pass host");
+    assert_eq!(compiled(&device), Vec::<&str>::new(), "device pass after a host edit");
+    assert!(
+        host_edit
+            .lines()
+            .any(|l| l.starts_with("[cargo offload] image host: ") && l.contains("(unchanged)")),
+        "the image was built again after a host edit:\n{host_edit}"
+    );
+    assert_eq!(compiled(&step_lines(&host_edit, "host pass")), ["runner"], "{host_edit}");
+
+    // A kernel edit: the device pass compiles the kernel crate and the image, not `helper`.
+    rfs::write(ws.join("kernels/src/lib.rs"), KERNELS.replace("+ 0.0;", "+ 1.0;"));
+    rfs::write(
+        &main_rs,
+        RUNNER.replace("edit 0", "edit 2").replace("+ 0.0).count()", "+ 2.0).count()"),
+    );
+    let kernel_edit = build(&ws);
+    let device = compiled(&step_lines(&kernel_edit, "device pass host"));
+    assert!(device.contains(&"kernels"), "the device pass kept the old kernel:\n{kernel_edit}");
+    assert!(!device.contains(&"helper"), "the device pass compiled `helper` again: {device:?}");
+    assert_eq!(run(&ws).trim(), "edit 2: y[10] = 53, 0 of 1000 differ");
+}
