@@ -99,6 +99,12 @@ times a plain cold `cargo check` of the same crates on the host (incremental, as
 dev profile), against the host metadata pass. The report gives the spread of each mode's time
 between runs, (max - min) / min.
 
+After the runs, the edit loop of `cargo offload` against plain `cargo build` of the same
+program (`edit_loop.py`, `--runs` rounds; `--edit-loop ROUNDS` measures only it): first build,
+host edit, kernel edit and run, in the dev and release profiles, for the CPU device alone and
+for `gfx90a,sm_90,host`; `edit_loop.json` and `edit_loop.md`, and with `--update-readme` the
+README's `edit-loop` block.
+
 Writes `results.json` (everything, per run), `results.csv` (medians), `scaling.csv`,
 `quality.csv`, `table.md` (the README table) and `results.png` (matplotlib, if installed) into
 `--results`.
@@ -119,6 +125,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import edit_loop
 
 MODES = ["stock", "base", "ours", "floor"]
 # The GPU targets of the device targets' table (`--device-targets`, see `load_device_targets`):
@@ -1182,17 +1190,22 @@ class Bench:
         log(f"plot: {path}")
 
     def update_readme(self, table):
-        readme = self.args.update_readme
-        with open(readme) as f:
-            text = f.read()
-        begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
-        if begin not in text or end not in text:
-            sys.exit(f"error: [BENCH] {readme} has no `{begin}` ... `{end}` block")
-        head, rest = text.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        with open(readme, "w") as f:
-            f.write(head + begin + "\n" + table + end + tail)
-        log(f"updated the table in {readme}")
+        replace_readme_block(self.args.update_readme, "bench", table)
+
+
+def replace_readme_block(readme, name, table):
+    """Replaces the text between `<!-- NAME:begin -->` and `<!-- NAME:end -->` of `readme` by
+    `table`; exits with an error when the file has no such block."""
+    with open(readme) as f:
+        text = f.read()
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    if begin not in text or end not in text:
+        sys.exit(f"error: [BENCH] {readme} has no `{begin}` ... `{end}` block")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(readme, "w") as f:
+        f.write(head + begin + "\n" + table + end + tail)
+    log(f"updated the `{name}` table in {readme}")
 
 
 def glibc_twin(ours, out_dir):
@@ -1315,7 +1328,13 @@ def main():
                    help="with --from-json: read the first run's device code again from --work")
     p.add_argument("--allocator", type=int, metavar="ROUNDS",
                    help="only measure the allocator lever (jemalloc against glibc), ROUNDS rounds")
+    p.add_argument("--offload-tools-bin", help="the folder of the installed `cargo-offload`, for the edit "
+                   "loop (`./x.py bench` gives it)")
+    p.add_argument("--edit-loop", type=int, metavar="ROUNDS",
+                   help="only measure the edit loop of `cargo offload` against plain `cargo build` "
+                   "(edit_loop.py), ROUNDS rounds; a full run measures it with --runs rounds")
     args = p.parse_args()
+    args.host_triple = HOST
     if not args.suite_195:
         args.suite_195 = os.path.join(os.path.dirname(os.path.abspath(args.suite)), "suite_195.rs")
     if not args.device_sysroot:
@@ -1328,6 +1347,9 @@ def main():
                                    "offload-manifest-complete")
     if args.allocator:
         allocator_lever(args)
+        return
+    if args.edit_loop is not None:
+        measure_edit_loop(args, args.edit_loop)
         return
     if args.from_json:
         try:
@@ -1361,6 +1383,20 @@ def main():
     bench = Bench(args)
     bench.run_all()
     bench.write()
+    measure_edit_loop(args, args.runs)
+
+
+def measure_edit_loop(args, rounds):
+    """The edit loop (`edit_loop.py`) in `rounds` rounds, its table written into the README's
+    `edit-loop` block with `--update-readme`."""
+    if rounds < 1:
+        sys.exit("error: [BENCH] --edit-loop must be at least 1")
+    if not args.offload_tools_bin:
+        sys.exit("error: [BENCH] the edit loop needs --offload-tools-bin (the folder of `cargo-offload`)")
+    os.makedirs(args.work, exist_ok=True)
+    table = edit_loop.run_edit_loop(args, rounds)
+    if args.update_readme:
+        replace_readme_block(args.update_readme, "edit-loop", table)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@
 //! compiler's `-Zbuild-std` ([`upstream_library`]), writes the device targets' table
 //! (`offload_targets`) as JSON for the script ([`device_targets_file`]), and passes the paths.
 //! `ARGS` go to the script (`--runs N`, `--edits N`, `--targets T...`, `--update-readme
-//! README.md`, `--from-json FILE [--reinspect]`).
+//! README.md`, `--from-json FILE [--reinspect]`, `--edit-loop ROUNDS`); the edit loop
+//! (`src/offload-bench/edit_loop.py`) runs the installed `cargo offload`.
 
 use std::ffi::OsString;
 use std::fs;
@@ -133,6 +134,8 @@ pub fn run(project: &Path, cache: &Cache, args: Vec<OsString>) -> Result<()> {
         path(&crate::cuda::cuda_bin(cache)),
         "--device-targets".into(),
         path(&device_targets),
+        "--offload-tools-bin".into(),
+        path(&crate::cache::offload_tools_bin(cache)),
     ]
     .into_iter()
     .map(OsString::from)

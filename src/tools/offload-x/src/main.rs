@@ -59,7 +59,9 @@ verbs:
                    ARGS: --runs N (5), --edits N (5: the edit loop's edits per run),
                    --targets T..., --results DIR, --update-readme README.md,
                    --from-json FILE [--reinspect] (only redo the reports of an earlier run),
-                   --allocator ROUNDS (only the allocator lever: allocator.json)
+                   --allocator ROUNDS (only the allocator lever: allocator.json),
+                   --edit-loop ROUNDS (only the edit, build, run table of cargo offload
+                   against plain cargo build: edit_loop.{json,md})
   gpu-check        a bundle (gpu-check/ in the checkout, at most 64 MiB) that runs the bundled
                    example, built with cargo offload for sm_90, on an NVIDIA GPU machine without
                    our sysroot: `cargo offload bundle` of it (xz) and run.sh
