@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::fs;
-use std::io::{BufRead, BufReader, IsTerminal};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
@@ -34,49 +34,99 @@ fn progress(what: &str, start: Instant) {
     eprintln!("[cargo offload] {what} ({:.1} s)", start.elapsed().as_secs_f64());
 }
 
+/// Where a device pass writes its progress lines and cargo's messages: straight to standard
+/// error, or into a buffer that is printed whole when the pass ends, so that the passes of
+/// several arches, which run at once, do not mix their lines.
+enum Log {
+    Live,
+    Buffered(Vec<u8>),
+}
+
+impl Log {
+    fn line(&mut self, line: &str) {
+        match self {
+            Log::Live => eprintln!("[cargo offload] {line}"),
+            Log::Buffered(buffer) => {
+                buffer.extend_from_slice(format!("[cargo offload] {line}\n").as_bytes())
+            }
+        }
+    }
+
+    fn progress(&mut self, what: &str, start: Instant) {
+        self.line(&format!("{what} ({:.1} s)", start.elapsed().as_secs_f64()));
+    }
+
+    /// Runs a cargo pass whose messages are only shown; fails when cargo fails.
+    fn cargo_pass(&mut self, what: &str, mut cmd: Command) -> Result<()> {
+        let start = Instant::now();
+        self.line(what);
+        let status = match self {
+            Log::Live => cmd.status(),
+            Log::Buffered(buffer) => cmd.stdin(Stdio::null()).output().map(|out| {
+                buffer.extend_from_slice(&out.stdout);
+                buffer.extend_from_slice(&out.stderr);
+                out.status
+            }),
+        };
+        let status = status.map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?;
+        if !status.success() {
+            let code = status.code().unwrap_or(1).clamp(1, 255) as u8;
+            return Err(Failure::with_status(
+                format!("{what} failed (cargo's messages are above)"),
+                code,
+            ));
+        }
+        self.progress(&format!("{what}: done"), start);
+        Ok(())
+    }
+
+    /// Prints what a buffered log holds.
+    fn flush(self) {
+        if let Log::Buffered(buffer) = self {
+            let _ = std::io::stderr().write_all(&buffer);
+        }
+    }
+}
+
 /// Runs a cargo pass; its JSON messages are read for the artifacts, diagnostics are shown as
 /// rendered. Returns the `compiler-artifact` messages.
-fn cargo_pass(what: &str, mut cmd: Command, json: bool) -> Result<Vec<Value>> {
+fn cargo_pass(what: &str, mut cmd: Command) -> Result<Vec<Value>> {
     let start = Instant::now();
     eprintln!("[cargo offload] {what}");
     let mut artifacts = Vec::new();
-    let status = if json {
-        // Colours only for a terminal, as cargo itself decides.
-        let format = if std::io::stderr().is_terminal() {
-            "--message-format=json-diagnostic-rendered-ansi"
-        } else {
-            "--message-format=json"
-        };
-        cmd.arg(format).stdout(Stdio::piped());
-        let mut child = cmd.spawn().map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?;
-        for line in BufReader::new(child.stdout.take().unwrap()).lines().map_while(|l| l.ok()) {
-            let Ok(message) = serde_json::from_str::<Value>(&line) else {
-                println!("{line}");
-                continue;
-            };
-            match message["reason"].as_str() {
-                Some("compiler-message") => {
-                    // Every crate writes the manifest of its graph, and a library whose kernels
-                    // other crates launch writes an empty one, about which rustc warns; only
-                    // the merged manifest matters here, and an empty one gets its own note.
-                    let text = message["message"]["message"].as_str().unwrap_or("");
-                    if text.starts_with("the offload manifest `")
-                        && text.contains("` lists no kernels: neither")
-                    {
-                        continue;
-                    }
-                    if let Some(rendered) = message["message"]["rendered"].as_str() {
-                        eprint!("{rendered}");
-                    }
-                }
-                Some("compiler-artifact") => artifacts.push(message),
-                _ => {}
-            }
-        }
-        child.wait().map_err(|e| Failure::new(format!("cargo did not finish: {e}")))?
+    // Colours only for a terminal, as cargo itself decides.
+    let format = if std::io::stderr().is_terminal() {
+        "--message-format=json-diagnostic-rendered-ansi"
     } else {
-        cmd.status().map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?
+        "--message-format=json"
     };
+    cmd.arg(format).stdout(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines().map_while(|l| l.ok()) {
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            println!("{line}");
+            continue;
+        };
+        match message["reason"].as_str() {
+            Some("compiler-message") => {
+                // Every crate writes the manifest of its graph, and a library whose kernels
+                // other crates launch writes an empty one, about which rustc warns; only
+                // the merged manifest matters here, and an empty one gets its own note.
+                let text = message["message"]["message"].as_str().unwrap_or("");
+                if text.starts_with("the offload manifest `")
+                    && text.contains("` lists no kernels: neither")
+                {
+                    continue;
+                }
+                if let Some(rendered) = message["message"]["rendered"].as_str() {
+                    eprint!("{rendered}");
+                }
+            }
+            Some("compiler-artifact") => artifacts.push(message),
+            _ => {}
+        }
+    }
+    let status = child.wait().map_err(|e| Failure::new(format!("cargo did not finish: {e}")))?;
     if !status.success() {
         let code = status.code().unwrap_or(1).clamp(1, 255) as u8;
         return Err(Failure::with_status(
@@ -251,7 +301,7 @@ impl<'a> Build<'a> {
         if std::env::var_os("CARGO_INCREMENTAL").is_none() {
             check.env("CARGO_INCREMENTAL", "1");
         }
-        let artifacts = cargo_pass(&format!("host metadata pass ({host})"), check, true)?;
+        let artifacts = cargo_pass(&format!("host metadata pass ({host})"), check)?;
         let roots = root_manifests(&artifacts, &self.ws, &self.manifests);
         let manifest = merge_manifests(&roots)?;
         let kernels = manifest.kernels.len();
@@ -273,10 +323,36 @@ impl<'a> Build<'a> {
     fn device_images(&self, metadata: &HostMetadata, images_dir: &Path) -> Result<String> {
         let HostMetadata { manifest, features, roots, .. } = metadata;
         let builder = image_builder(&self.dir, &self.ws, manifest, features, roots)?;
-        let mut packaged = Vec::new();
-        for arch in &self.archs {
-            packaged.push(self.device_pass(arch, &builder, images_dir)?);
-        }
+        let packaged = if let [arch] = &self.archs[..] {
+            vec![self.device_pass(arch, &builder, images_dir, &mut Log::Live)?]
+        } else {
+            // The arches' passes share nothing but their inputs (each has its own target
+            // folder and image files), so they run at once: an edit that leaves the images as
+            // they are pays for one cargo start, not one per arch. Their lines are printed
+            // per arch, in the order of `--offload-arch`, and the first failure in that order
+            // is the error.
+            let passes: Vec<(Log, Result<_>)> = std::thread::scope(|scope| {
+                let threads: Vec<_> = self
+                    .archs
+                    .iter()
+                    .map(|arch| {
+                        let builder = &builder;
+                        scope.spawn(move || {
+                            let mut log = Log::Buffered(Vec::new());
+                            let result = self.device_pass(arch, builder, images_dir, &mut log);
+                            (log, result)
+                        })
+                    })
+                    .collect();
+                threads.into_iter().map(|t| t.join().expect("a device pass panicked")).collect()
+            });
+            let mut packaged = Vec::new();
+            for (log, result) in passes {
+                log.flush();
+                packaged.push(result?);
+            }
+            packaged
+        };
         self.register(images_dir, &packaged)
     }
 
@@ -287,6 +363,7 @@ impl<'a> Build<'a> {
         arch: &Arch,
         builder: &ImageBuilder,
         images_dir: &Path,
+        log: &mut Log,
     ) -> Result<(PathBuf, PathBuf)> {
         let mut flags = vec!["-Zunstable-options".to_string()];
         flags.push(format!("-Zoffload=Device={}", builder.manifest().display()));
@@ -313,7 +390,7 @@ impl<'a> Build<'a> {
         let deps = target_dir.join(&arch.target).join(&profile).join(output_folder);
         self.forget_other_image(builder, arch, &target_dir, &deps, &flags)?;
         let what = format!("device pass {} ({}, {})", arch.name, arch.target, core.describe());
-        cargo_pass(&what, build, false)?;
+        log.cargo_pass(&what, build)?;
         let image = deps.join("host.out");
         if !image.is_file() {
             return fail(format!(
@@ -324,7 +401,7 @@ impl<'a> Build<'a> {
         }
         let start = Instant::now();
         let (binary, summary) = device_binary(images_dir, arch, &image, profile != "debug")?;
-        progress(&format!("image {}: {summary}", arch.name), start);
+        log.progress(&format!("image {}: {summary}", arch.name), start);
         Ok((image, binary))
     }
 
@@ -487,7 +564,7 @@ impl<'a> Build<'a> {
             .args(["--target", host, "--target-dir"])
             .arg(self.dir.join("host"))
             .env("RUSTFLAGS", host_rustflags.trim());
-        cargo_pass(&format!("host pass ({host})"), host_pass, true)
+        cargo_pass(&format!("host pass ({host})"), host_pass)
     }
 
     /// The programs among the host pass's `artifacts` (for `test`, the test harnesses, not the
