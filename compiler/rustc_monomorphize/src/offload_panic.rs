@@ -11,7 +11,8 @@
 //! (`src/doc/measurements.md`).
 //!
 //! Under `-Zoffload=Device=<manifest>` with `panic=abort`, when the crate graph's handler does
-//! not use its argument (its optimized MIR never reads it, or the graph has none), the MIR of
+//! not use its argument (its optimized MIR never reads it, or the graph has none and the image
+//! is a GPU's: the CPU device's handler for such a graph prints the panic), the MIR of
 //! each `#[inline(never)]` function of `core` that can only end in the handler (the cold entries
 //! to `core`'s panics are) becomes one call of the handler with zeroed bytes for its
 //! `PanicInfo`: the functions of `core::panicking`, and the diverging functions
@@ -155,8 +156,9 @@ fn with_memo<R>(tcx: TyCtxt<'_>, f: impl FnOnce(&mut Memo) -> R) -> R {
 }
 
 /// `core`'s declaration of the panic handler (`panic_impl`, called by `core::panicking::
-/// panic_fmt`), if the crate graph's handler never uses its argument: the graph has none (the
-/// codegen backend defines a trap), or the optimized MIR of its `#[panic_handler]` never reads
+/// panic_fmt`), if the crate graph's handler never uses its argument: the graph has none and
+/// the target is a GPU (the codegen backend defines a trap; on the CPU device it defines a
+/// handler that prints the panic), or the optimized MIR of its `#[panic_handler]` never reads
 /// the `&PanicInfo`. `None` also where `panic_fmt` does not call the handler (a `core` built
 /// with `panic=immediate-abort`).
 pub(crate) fn silent_panic_handler(tcx: TyCtxt<'_>) -> Option<DefId> {
@@ -168,17 +170,32 @@ pub(crate) fn silent_panic_handler(tcx: TyCtxt<'_>) -> Option<DefId> {
     handler
 }
 
-fn find_silent_panic_handler(tcx: TyCtxt<'_>) -> Option<DefId> {
+/// `core`'s declaration of the panic handler, as `core::panicking::panic_fmt` calls it; `None`
+/// where it calls none (a `core` built with `panic=immediate-abort`).
+fn panic_handler_declaration(tcx: TyCtxt<'_>) -> Option<DefId> {
     let panic_fmt = tcx.lang_items().get(LangItem::PanicFmt)?;
     let body = metadata_optimized_mir(tcx, panic_fmt);
-    let declaration = body.basic_blocks.iter().find_map(|block| {
+    body.basic_blocks.iter().find_map(|block| {
         let TerminatorKind::Call { func, .. } = &block.terminator().kind else { return None };
         let (callee, _) = func.const_fn_def()?;
         (tcx.is_foreign_item(callee) && weak_lang_item(tcx, callee) == Some(LangItem::PanicImpl))
             .then_some(callee)
-    })?;
+    })
+}
+
+/// Whether `core`'s panics reach a handler that the crate graph lacks, which the codegen
+/// backend then defines (a trap on the GPUs; on the CPU device a call of `core`'s
+/// `__rust_offload_cpu_panic`, which prints the panic).
+pub(crate) fn graph_lacks_panic_handler(tcx: TyCtxt<'_>) -> bool {
+    panic_handler_declaration(tcx).is_some_and(|d| foreign_definition(tcx, d).is_none())
+}
+
+fn find_silent_panic_handler(tcx: TyCtxt<'_>) -> Option<DefId> {
+    let declaration = panic_handler_declaration(tcx)?;
     match foreign_definition(tcx, declaration) {
-        None => Some(declaration),
+        // A GPU image's handler is a trap; a CPU device image's reports the panic's location
+        // and message (see `device_roots`).
+        None => tcx.sess.target.is_like_gpu.then_some(declaration),
         Some(handler) => {
             let silent = tcx.is_mir_available(handler)
                 && matches!(tcx.def_kind(handler), DefKind::Fn)

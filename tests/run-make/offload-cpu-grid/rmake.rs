@@ -10,9 +10,11 @@
 //! on its own. The bundled example's first saxpy, whose every work item loops over the whole
 //! array, launched over 4 blocks of 64 threads gives a wrong result: once per work item with
 //! one worker thread (`RUST_OFFLOAD_CPU_WORKERS=1`), racing otherwise. A work item that panics
-//! stops the program with a line that names the kernel and the work item, and the program
-//! still ends by the trap's signal: the kernel crate defines no panic handler, and the one
-//! that the device pass supplies traps.
+//! stops the program with the panic's location and message, as a host panic gives them, in a
+//! line that names the kernel by its Rust path and the work item, in the release and the dev
+//! profile; the program still ends by the trap's signal: the kernel crate defines no panic
+//! handler, and the one that the device pass supplies reports the panic and traps. The other
+//! lines about a work item name the kernel by its Rust path too.
 //!
 //! Threads of a block cooperate (`core::offload::sync_threads` and `block_shared!`): a block
 //! sum (1000 blocks of 256 threads, a tree reduction with a barrier per step) and a tiled
@@ -46,6 +48,7 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 
 use run_make_support::offload::{
     cargo_offload, copy_dir, kernel_instructions, llvm_tool, ptx_kernels, reports,
@@ -217,6 +220,36 @@ fn kernel(kernels: &BTreeMap<String, Vec<String>>, name: &str) -> Vec<String> {
     lines.iter().map(|l| without_function_numbers(&l.replace(symbol.as_str(), "K"))).collect()
 }
 
+/// Runs `exe panic`, whose work item 37 (block 2, thread 5) of `grid::out_of_bounds` indexes
+/// past the end of its array: the program prints the panic's line (the kernel, the work item,
+/// the location) and message, no other line about the work item, and ends by the trap's
+/// `SIGILL`, as a trapping panic handler ends it.
+fn check_panic_line(exe: &Path) {
+    let failed = cmd(exe).arg("panic").run_fail();
+    let stderr = failed.stderr_utf8();
+    let lines: Vec<&str> = stderr.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("error: the offload kernel `grid::out_of_bounds` panicked "))
+        .unwrap_or_else(|| panic!("{}: no panic line naming the kernel: {stderr}", exe.display()));
+    let line = lines[at];
+    assert!(
+        line.contains(
+            "on the CPU device in work item block (2, 0, 0) thread (5, 0, 0) of its launch over \
+             blocks [4, 1, 1] of threads [16, 1, 1] at "
+        ) && line.ends_with("grid/src/lib.rs:142:5:"),
+        "{line}"
+    );
+    assert_eq!(
+        lines.get(at + 1).copied(),
+        Some("index out of bounds: the len is 64 but the index is 101"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("error: the offload kernel").count(), 1, "{stderr}");
+    assert!(!failed.stdout_utf8().contains("the launch returned"));
+    assert_eq!(failed.status().signal(), Some(4), "{:?}", failed.status());
+}
+
 fn main() {
     let ws = cwd().join("ws");
     let run = cargo_offload(&ws, &["run", "--release", "--offload-arch=host"]);
@@ -234,24 +267,13 @@ fn main() {
     check_results(&stdout);
     assert_eq!(racy_times(&stdout), vec![256.0; 16], "racy saxpy with one worker");
 
-    // A work item that panics (an index out of bounds, then the crate's panic handler's trap)
-    // stops the program with one line that names the kernel and the work item.
-    let failed = cmd(&exe).arg("panic").run_fail();
-    let stderr = failed.stderr_utf8();
-    let line = stderr
-        .lines()
-        .find(|l| l.starts_with("error: the offload kernel `_offload_kernel_out_of_bounds_"))
-        .unwrap_or_else(|| panic!("no line naming the kernel on stderr: {stderr}"));
-    assert!(
-        line.contains(
-            "block (2, 0, 0) thread (5, 0, 0) of its launch over blocks [4, 1, 1] of \
-             threads [16, 1, 1]"
-        ),
-        "{line}"
-    );
-    assert!(!failed.stdout_utf8().contains("the launch returned"));
-    // The program then ends by the signal of the trap (`SIGILL`), as without the line.
-    assert_eq!(failed.status().signal(), Some(4), "{:?}", failed.status());
+    // A work item that panics (an index out of bounds; the crate graph has no panic handler, so
+    // the toolchain's reports the panic) stops the program with the panic as a host panic gives
+    // it, its location and message, naming the kernel by its Rust path and the work item, in
+    // the release profile and in the dev profile.
+    check_panic_line(&exe);
+    cargo_offload(&ws, &["build", "--offload-arch=host"]);
+    check_panic_line(&ws.join("target/offload/host/x86_64-unknown-linux-gnu/debug/app"));
 
     // The CPU image's block-shared statics are thread-locals, uninitialized (`.tbss`), and
     // every thread-local of the image is local-dynamic or general-dynamic: an image loaded
@@ -275,7 +297,7 @@ fn main() {
     let stderr = failed.stderr_utf8();
     let line = stderr
         .lines()
-        .find(|l| l.starts_with("error: the offload kernel `_offload_kernel_barrier_misuse_"))
+        .find(|l| l.starts_with("error: the offload kernel `grid::barrier_misuse` "))
         .unwrap_or_else(|| panic!("no line naming the kernel on stderr: {stderr}"));
     assert!(
         line.contains(
@@ -307,7 +329,7 @@ fn main() {
         for workers in ["1", "4"] {
             let failed = cmd(&exe).arg(mode).env("RUST_OFFLOAD_CPU_WORKERS", workers).run_fail();
             let stderr = failed.stderr_utf8();
-            let prefix = format!("error: the offload kernel `_offload_kernel_{kernel}_");
+            let prefix = format!("error: the offload kernel `grid::{kernel}` stopped the program");
             let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with(&prefix)).collect();
             assert_eq!(lines.len(), 1, "{mode}, {workers} workers: {stderr}");
             assert!(lines[0].contains(place) && lines[0].ends_with(cause), "{}", lines[0]);

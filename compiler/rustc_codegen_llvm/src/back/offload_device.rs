@@ -201,16 +201,20 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
         let field = builder.inbounds_gep(args_ty, packed, &[i32_0, cx.get_const_i32(i as u64)]);
         builder.store(param, field, one);
     }
-    // The kernel's symbol, which the runner names when a work item stops the program.
-    let symbol = CString::new(name.clone()).unwrap();
-    let symbol_init = crate::common::bytes_in_context(cx.llcx, symbol.as_bytes_with_nul());
-    let symbol_name = [name.as_slice(), b".symbol"].concat();
-    let symbol = add_unnamed_global(
-        cx,
-        str::from_utf8(&symbol_name).unwrap(),
-        symbol_init,
-        llvm::Linkage::PrivateLinkage,
-    );
+    // The kernel's Rust path, which the runner names when a work item stops the program: the
+    // constant that the kernel's codegen left beside it (`attributes::offload_kernel_path`), or
+    // its symbol.
+    let path_name = CString::new([name.as_slice(), OFFLOAD_KERNEL_PATH_SUFFIX].concat()).unwrap();
+    let symbol = match unsafe { llvm::LLVMGetNamedGlobal(cx.llmod, path_name.as_ptr()) } {
+        Some(path) => path,
+        None => {
+            let symbol = CString::new(name.clone()).unwrap();
+            let init = crate::common::bytes_in_context(cx.llcx, symbol.as_bytes_with_nul());
+            let symbol_name = [name.as_slice(), b".symbol"].concat();
+            let name = str::from_utf8(&symbol_name).unwrap();
+            add_unnamed_global(cx, name, init, llvm::Linkage::PrivateLinkage)
+        }
+    };
     let syncs = cx.get_function(CPU_DEVICE_SYNC_THREADS).is_some_and(|sync| reaches(kernel, sync));
     let flags = cx.get_const_i32(if syncs { KERNEL_SYNCS } else { 0 });
     let runner_ty = cx.get_type_of_global(runner);
@@ -414,16 +418,27 @@ pub(crate) fn define_dynamic_shared_memory(cx: &SimpleCx<'_>) {
     builder.ret(unsafe { LLVMConstAddrSpaceCast(memory, cx.type_ptr()) });
 }
 
+/// The end of the name of the constant that holds a CPU device kernel's Rust path (a
+/// NUL-terminated string, named by the kernel's symbol and this suffix), which the kernel's
+/// codegen defines and the grid runner's entry passes on.
+pub(crate) const OFFLOAD_KERNEL_PATH_SUFFIX: &[u8] = b".offload_path";
+
 /// The end of the symbol of the panic handler that `core` calls: the link name of the
 /// `panic_impl` lang item, which rustc mangles (v0) as `rust_begin_unwind` of the crate
 /// `__rustc`, a name that no item of another crate has.
 const PANIC_HANDLER: &[u8] = b"7___rustc17rust_begin_unwind";
 
+/// The function of the CPU device's `core` that prints a work item's panic (its location and
+/// message, the kernel and the work item) and traps; the monomorphizer roots it in a CPU device
+/// image whose crate graph has no panic handler.
+const CPU_DEVICE_PANIC: &str = "__rust_offload_cpu_panic";
+
 /// Defines the panic handler in an image whose crate graph has none (the monomorphizer lets such
-/// a graph through, see `rustc_monomorphize`'s `bind_foreign_fn`): an internal function that
-/// traps (`llvm.trap`: `trap` on nvptx, `s_trap 2` on amdgcn, `ud2` on the CPU device, whose
-/// grid runner then names the kernel and the work item). A handler of the graph, defined in
-/// the image, stays as it is.
+/// a graph through, see `rustc_monomorphize`'s `bind_foreign_fn`): an internal function that,
+/// on the CPU device, hands its `&PanicInfo` to `core`'s [`CPU_DEVICE_PANIC`], which prints the
+/// panic and traps, and elsewhere traps (`llvm.trap`: `trap` on nvptx, `s_trap 2` on amdgcn;
+/// `ud2` on a CPU device whose `core` lacks the report, whose grid runner then names the kernel
+/// and the work item). A handler of the graph, defined in the image, stays as it is.
 pub(crate) fn define_default_panic_handler(cx: &SimpleCx<'_>) {
     let Some(handler) =
         cx.get_functions().into_iter().find(|f| llvm::get_value_name(f).ends_with(PANIC_HANDLER))
@@ -433,11 +448,20 @@ pub(crate) fn define_default_panic_handler(cx: &SimpleCx<'_>) {
     if !llvm::is_declaration(handler) {
         return;
     }
-    let trap_ty = cx.type_func(&[], cx.type_void());
-    let trap = cx.get_function("llvm.trap").unwrap_or_else(|| cx.add_func("llvm.trap", trap_ty));
     llvm::set_linkage(handler, llvm::Linkage::InternalLinkage);
     let mut builder = SBuilder::build(cx, SBuilder::append_block(cx, handler, "entry"));
-    builder.call(trap_ty, trap, &[], None);
+    let report = cx.get_function(CPU_DEVICE_PANIC).filter(|f| !llvm::is_declaration(f));
+    if let Some(report) = report
+        && llvm::count_params(handler) == 1
+    {
+        let report_ty = cx.get_type_of_global(report);
+        builder.call(report_ty, report, &[llvm::get_param(handler, 0)], None);
+    } else {
+        let trap_ty = cx.type_func(&[], cx.type_void());
+        let trap =
+            cx.get_function("llvm.trap").unwrap_or_else(|| cx.add_func("llvm.trap", trap_ty));
+        builder.call(trap_ty, trap, &[], None);
+    }
     unsafe { llvm::LLVMBuildUnreachable(builder.llbuilder) };
 }
 

@@ -74,6 +74,11 @@ fn is_device_target(tcx: TyCtxt<'_>) -> bool {
 /// a launch's grid, by its symbol: `core::offload`'s `__rust_offload_cpu_launch`.
 const CPU_DEVICE_GRID_RUNNER: &str = "__rust_offload_cpu_launch";
 
+/// The function of the CPU device's `core` that reports a panic of a work item, by its symbol:
+/// `core::offload`'s `__rust_offload_cpu_panic`, which the handler that the codegen backend
+/// defines for a graph without one calls.
+const CPU_DEVICE_PANIC: &str = "__rust_offload_cpu_panic";
+
 /// The mono item roots of the device pass with `-Zoffload=Device=<path>`: the manifest's kernel
 /// instances if this crate is the manifest's crate, none if it is another crate of its graph.
 pub(crate) fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> {
@@ -114,6 +119,14 @@ pub(crate) fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<
             });
         };
         roots.push(MonoItem::Fn(Instance::mono(tcx, runner)));
+        // A graph without a panic handler gets one that calls `core`'s report of the panic
+        // (the codegen backend defines it), which is then a root too. A `core` without the
+        // report keeps the trap.
+        if crate::offload_panic::graph_lacks_panic_handler(tcx)
+            && let Some(report) = crate::offload_image::symbol_definition(tcx, CPU_DEVICE_PANIC)
+        {
+            roots.push(MonoItem::Fn(Instance::mono(tcx, report)));
+        }
     }
     // `global_asm!` of the image crate belongs to the image whatever the kernels reach, as in
     // any other crate's object code.

@@ -22,8 +22,10 @@
 //! A work item that ends the program by a signal (`SIGILL` of the trap that a panic handler's
 //! `core::intrinsics::abort()` executes, `SIGTRAP`, `SIGABRT`, `SIGFPE`, and `SIGSEGV` or
 //! `SIGBUS` of an invalid memory access or a stack overflow) prints one line first, on standard
-//! error, naming the kernel (its symbol), the work item, the launch's grid and the cause; the
-//! program then ends by the signal as it would have. The handler is installed at the first
+//! error, naming the kernel (its Rust path, with its generic arguments), the work item, the
+//! launch's grid and the cause; the program then ends by the signal as it would have. A panic
+//! in a crate graph without a panic handler prints, instead, the panic's location and message
+//! ([`__rust_offload_cpu_panic`]). The handler is installed at the first
 //! launch and runs on an alternate signal stack (each worker thread gets one, and the launching
 //! thread one for the launch if it has none), so that a work item that overflowed its stack is
 //! named too; a signal outside any work item goes to the handler that was there before.
@@ -74,7 +76,8 @@ static BLOCK: Cell<Block> = Cell::new(Block::OUTSIDE_LAUNCH);
 #[unsafe(export_name = "__rust_offload_thread_idx")]
 static THREAD_IDX: Cell<[u32; 3]> = Cell::new([0; 3]);
 
-/// The kernel (a NUL-terminated symbol) whose work items the calling thread runs; null outside.
+/// The kernel (its Rust path, NUL-terminated) whose work items the calling thread runs; null
+/// outside a launch.
 #[thread_local]
 static RUNNING_KERNEL: Cell<*const c_char> = Cell::new(ptr::null());
 
@@ -224,10 +227,15 @@ const NOT_NAMED: u8 = 0;
 const NAMING: u8 = 1;
 const NAMED: u8 = 2;
 
-/// A line of at most 512 bytes, built without allocating (in a signal handler).
+/// A line of at most 1,024 bytes, built without allocating (in a signal handler, or in a panic
+/// whose message may be long).
 struct Line {
-    bytes: [u8; 512],
+    bytes: [u8; 1024],
     len: usize,
+}
+
+impl Line {
+    const EMPTY: Line = Line { bytes: [0; 1024], len: 0 };
 }
 
 impl Write for Line {
@@ -270,21 +278,18 @@ extern "C" fn on_fatal_signal(signum: c_int, info: *const SigInfo, context: *mut
     // would not.
     let fault = matches!((signum, code), (11, 1..=4) | (7, 1..=3));
     if first {
-        // SAFETY: the kernel's entry passed its symbol, a NUL-terminated constant.
-        let kernel = unsafe { CStr::from_ptr(kernel) }.to_str().unwrap_or("?");
-        let (block, [tx, ty, tz]) = (BLOCK.get(), THREAD_IDX.get());
-        let [bx, by, bz] = block.block_idx;
-        let ([gx, gy, gz], [dx, dy, dz]) = (block.grid_dim, block.block_dim);
+        let kernel = running_kernel().unwrap_or("?");
         let [stacks, stacks_end] = FIBER_STACKS.get();
         let guard_page =
             (stacks..stacks_end).contains(&addr) && (addr - stacks) % FIBER_STACK < PAGE;
-        let mut line = Line { bytes: [0; 512], len: 0 };
+        let mut line = Line::EMPTY;
         let _ = write!(
             line,
             "error: the offload kernel `{kernel}` stopped the program on the CPU device in work \
-             item block ({bx}, {by}, {bz}) thread ({tx}, {ty}, {tz}) of its launch over blocks \
-             [{gx}, {gy}, {gz}] of threads [{dx}, {dy}, {dz}] (signal {signum}: "
+             item "
         );
+        write_work_item(&mut line);
+        let _ = write!(line, " (signal {signum}: ");
         let _ = if fault && guard_page {
             let usable_kib = (FIBER_STACK - PAGE) / 1024;
             write!(
@@ -425,17 +430,88 @@ fn run_blocks(grid: &Grid) {
     }
 }
 
+/// The kernel that the calling thread runs work items of (the Rust path that its entry passed,
+/// see [`__rust_offload_cpu_launch`]), `None` outside a launch.
+fn running_kernel() -> Option<&'static str> {
+    let kernel = RUNNING_KERNEL.get();
+    // SAFETY: the kernel's entry passed a NUL-terminated constant of the image.
+    (!kernel.is_null()).then(|| unsafe { CStr::from_ptr(kernel) }.to_str().unwrap_or("?"))
+}
+
+/// Writes where the calling thread's work item is: `block (x, y, z) thread (x, y, z) of its
+/// launch over blocks [x, y, z] of threads [x, y, z]`.
+fn write_work_item(line: &mut Line) {
+    let (block, [tx, ty, tz]) = (BLOCK.get(), THREAD_IDX.get());
+    let [bx, by, bz] = block.block_idx;
+    let ([gx, gy, gz], [dx, dy, dz]) = (block.grid_dim, block.block_dim);
+    let _ = write!(
+        line,
+        "block ({bx}, {by}, {bz}) thread ({tx}, {ty}, {tz}) of its launch over blocks \
+         [{gx}, {gy}, {gz}] of threads [{dx}, {dy}, {dz}]"
+    );
+}
+
+/// The panic handler of a CPU device image whose crate graph has none: the device pass defines
+/// the graph's handler (`rust_begin_unwind`) as a call of this function with its `&PanicInfo`
+/// (`rustc_codegen_llvm::back::offload_device`), and roots it in such images only. Prints, for
+/// the first work item of the program that panics or stops it, the panic as a host panic gives
+/// it (the location, then the message) with the kernel's Rust path and the work item:
+///
+/// ```text
+/// error: the offload kernel `kernels::saxpy` panicked on the CPU device in work item block (2,
+/// 0, 0) thread (5, 0, 0) of its launch over blocks [4, 1, 1] of threads [16, 1, 1] at
+/// kernels/src/lib.rs:9:9:
+/// index out of bounds: the len is 1000 but the index is 1000
+/// ```
+///
+/// (one line up to the location), then traps, as the handler of a graph without one did
+/// before: the program ends by the trap's signal (`SIGILL` on x86-64, `SIGTRAP` on AArch64),
+/// without the line of [`on_fatal_signal`], which the panic's line replaces. The line is cut at
+/// 1,024 bytes. A message whose formatting panics in turn ends the program by the trap alone
+/// (the nested panic finds the line taken, and [`on_fatal_signal`] then waits for it in vain,
+/// for a bounded time).
+#[unsafe(no_mangle)]
+unsafe extern "C" fn __rust_offload_cpu_panic(info: *const c_void) -> ! {
+    // SAFETY: the handler passes the `&PanicInfo` that `core` gave it.
+    let info = unsafe { &*info.cast::<crate::panic::PanicInfo<'_>>() };
+    // As in `on_fatal_signal`: the first work item to stop the program writes the line.
+    let first = WORK_ITEM_NAMED
+        .compare_exchange(NOT_NAMED, NAMING, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok();
+    if first {
+        let mut line = Line::EMPTY;
+        match running_kernel() {
+            Some(kernel) => {
+                let _ = write!(
+                    line,
+                    "error: the offload kernel `{kernel}` panicked on the CPU device in work item "
+                );
+                write_work_item(&mut line);
+            }
+            None => {
+                let _ = line.write_str("error: code of an offload image panicked outside a launch");
+            }
+        }
+        if let Some(location) = info.location() {
+            let _ = write!(line, " at {location}");
+        }
+        let _ = write!(line, ":\n{}", info.message());
+        // The message ends with its newline, should it have filled the line.
+        line.len = line.len.min(line.bytes.len() - 1);
+        let _ = line.write_str("\n");
+        // SAFETY: `write` of bytes on this stack.
+        unsafe { write(2, line.bytes.as_ptr().cast(), line.len) };
+        WORK_ITEM_NAMED.store(NAMED, Ordering::Release);
+    }
+    crate::intrinsics::abort()
+}
+
 /// Prints `message` (one line, after `error: the offload kernel `<kernel>` `) on standard
 /// error and ends the program by `SIGABRT`, without the line of [`on_fatal_signal`].
 fn stop_with(message: fmt::Arguments<'_>) -> ! {
-    let kernel = RUNNING_KERNEL.replace(ptr::null());
-    let kernel = if kernel.is_null() {
-        "?"
-    } else {
-        // SAFETY: the kernel's entry passed its symbol, a NUL-terminated constant.
-        unsafe { CStr::from_ptr(kernel) }.to_str().unwrap_or("?")
-    };
-    let mut line = Line { bytes: [0; 512], len: 0 };
+    let kernel = running_kernel().unwrap_or("?");
+    RUNNING_KERNEL.set(ptr::null());
+    let mut line = Line::EMPTY;
     let _ = writeln!(line, "error: the offload kernel `{kernel}` {message}");
     // SAFETY: `write` of bytes on this stack; `abort` ends the program.
     unsafe {
@@ -823,7 +899,7 @@ fn worker_limit() -> u64 {
 /// Runs every work item of the calling thread's current launch (`__rust_offload_launch`):
 /// `row(args, ..)` once per row of each block, or per work item as a fiber when `flags` has
 /// [`KERNEL_SYNCS`], with the indices of this module set for each work item. Called by the
-/// entry of each kernel of a CPU device image, which passes its symbol as `kernel` (a C string,
+/// entry of each kernel of a CPU device image, which passes its Rust path as `kernel` (a C string,
 /// named if a work item ends the program); returns when all work items have run.
 ///
 /// A grid with a dimension of 0 runs nothing. When a worker thread cannot be started, the

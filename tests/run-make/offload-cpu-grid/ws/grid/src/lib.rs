@@ -13,7 +13,8 @@ use core::offload::{
     thread_idx_y, thread_idx_z,
 };
 
-// No `#[panic_handler]`: the device pass gives each image one that traps.
+// No `#[panic_handler]`: the device pass gives each image one that reports the panic (its
+// location and message) and traps.
 
 /// Elements of the 1-D kernels.
 pub const N: usize = 1_000_000;
