@@ -199,7 +199,13 @@ pub(crate) fn parse_args(args: &[String]) -> Result<Invocation> {
             continue;
         }
         if let Some(list) = flag_value("--offload-arch", "a value", arg, &mut rest)? {
-            archs.extend(list.split(',').filter(|a| !a.is_empty()).map(str::to_string));
+            // An arch named twice is built once: its device pass, whose folder and image files
+            // are the arch's, runs beside the others'.
+            for arch in list.split(',').filter(|a| !a.is_empty()) {
+                if !archs.iter().any(|a| a == arch) {
+                    archs.push(arch.to_string());
+                }
+            }
             continue;
         }
         if is_flag(arg, "--target") {
@@ -294,7 +300,7 @@ mod tests {
             "--release",
             "--offload-arch=host,sm_90",
             "--offload-arch",
-            "gfx90a",
+            "gfx90a,sm_90",
             "--",
             "-n",
             "3",

@@ -327,10 +327,11 @@ impl<'a> Build<'a> {
             vec![self.device_pass(arch, &builder, images_dir, &mut Log::Live)?]
         } else {
             // The arches' passes share nothing but their inputs (each has its own target
-            // folder and image files), so they run at once: an edit that leaves the images as
-            // they are pays for one cargo start, not one per arch. Their lines are printed
-            // per arch, in the order of `--offload-arch`, and the first failure in that order
-            // is the error.
+            // folder and image files; `--offload-arch` names each arch once), so they run at
+            // once: an edit that leaves the images as they are pays for one cargo start, not
+            // one per arch. Their lines are printed when all have ended, arch by arch in the
+            // order of `--offload-arch`, and the first failure in that order is the error.
+            // Each pass's cargo runs as many jobs as the machine has CPUs.
             let passes: Vec<(Log, Result<_>)> = std::thread::scope(|scope| {
                 let threads: Vec<_> = self
                     .archs
@@ -346,12 +347,12 @@ impl<'a> Build<'a> {
                     .collect();
                 threads.into_iter().map(|t| t.join().expect("a device pass panicked")).collect()
             });
-            let mut packaged = Vec::new();
+            let mut results = Vec::new();
             for (log, result) in passes {
                 log.flush();
-                packaged.push(result?);
+                results.push(result);
             }
-            packaged
+            results.into_iter().collect::<Result<Vec<_>>>()?
         };
         self.register(images_dir, &packaged)
     }

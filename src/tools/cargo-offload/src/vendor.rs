@@ -59,9 +59,11 @@ pub(crate) fn tool(
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The record of a device binary's build ([`device_binary`]): each tool with its arguments and
-/// modification time (a toolchain installed anew at the same path makes another record), the
-/// packaging spec, then the device pass's image, byte for byte.
+/// The record of a device binary's build ([`device_binary`]): each tool (the vendor steps, and
+/// `llvm-offload-binary`, which unpacks the image and packages the result) with its arguments
+/// and modification time (a toolchain installed anew at the same path makes another record),
+/// the packaging spec, then the device pass's image, byte for byte (an image is a few MB at
+/// most; comparing its bytes leaves no doubt).
 fn vendor_record(
     what: &str,
     steps: &[(PathBuf, Vec<String>)],
@@ -69,7 +71,8 @@ fn vendor_record(
     image: &Path,
 ) -> Result<Vec<u8>> {
     let mut record = String::new();
-    for (program, args) in steps {
+    let packager = (llvm_tool("llvm-offload-binary"), Vec::new());
+    for (program, args) in steps.iter().chain([&packager]) {
         let modified = fs::metadata(program).and_then(|m| m.modified()).ok();
         record.push_str(&format!("{} {modified:?} {args:?}\n", program.display()));
     }
@@ -139,7 +142,14 @@ pub(crate) fn device_binary(
     if fs::read(&record).is_ok_and(|old| old == key) && loadable.is_file() && packaged.is_file() {
         return Ok((packaged, format!("{} (unchanged)", summary())));
     }
-    let _ = fs::remove_file(&record);
+    // Without the record's removal, a build whose tools fail halfway would leave outputs that
+    // the old record vouches for.
+    match fs::remove_file(&record) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return fail(format!("{what}: cannot remove {}: {e}", record.display()));
+        }
+        _ => {}
+    }
 
     let bc_arg = format!("--image=file={},triple={}", bc.display(), arch.target);
     tool(&what, &llvm_tool("llvm-offload-binary"), &[&image, &bc_arg])?;
