@@ -32,6 +32,7 @@ passes runs the vendor tools on its image (`ld.lld --no-undefined`; `ptxas` + `n
 build that finishes has images the vendors' tools accept.
 """
 
+import datetime
 import json
 import os
 import re
@@ -277,11 +278,11 @@ def target(step, archs, plain_host_edit, plain_step):
     return None
 
 
-def table(samples, rounds):
-    """The Markdown table of the edit loop (README and `edit_loop.md`)."""
+def table(samples, rounds, when):
+    """The Markdown table of the edit loop (README and `edit_loop.md`); `when` says when it ran."""
     s = summarize(samples)
-    lines = [f"Edit, build, run: `cargo offload build` against plain `cargo build` of the same program "
-             f"(medians of {rounds} rounds; spread = (max - min) / min):",
+    lines = [f"Edit, build, run, {when} (`./x.py bench`, 2 CPUs): `cargo offload build` against plain "
+             f"`cargo build` of the same program, medians of {rounds} rounds; spread = (max - min) / min:",
              "",
              "| profile | arches | step | ours (s) | plain (s) | ours/plain | target (s) | met | spread ours / plain |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -305,11 +306,12 @@ def run_edit_loop(args, rounds):
     """Runs the edit loop; writes `edit_loop.json` and `edit_loop.md` into `--results`; returns
     the table."""
     samples = EditLoop(args, rounds).run()
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     os.makedirs(args.results, exist_ok=True)
     with open(os.path.join(args.results, "edit_loop.json"), "w") as f:
-        json.dump({"rounds": rounds, "samples": samples}, f, indent=1)
+        json.dump({"rounds": rounds, "when": when, "samples": samples}, f, indent=1)
         f.write("\n")
-    text = table(samples, rounds)
+    text = table(samples, rounds, when)
     with open(os.path.join(args.results, "edit_loop.md"), "w") as f:
         f.write(text)
     print(text, flush=True)
