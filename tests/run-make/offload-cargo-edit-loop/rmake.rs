@@ -9,8 +9,8 @@
 //! - the host pass passes no `-C lto` (the profile has none) and builds incrementally, as the
 //!   dev profile asks;
 //! - `saxpy` is launched from two crates, each of whose objects holds its offload entry, and
-//!   the linked program holds one (the entries are COMDAT groups); the program's results are
-//!   the host's;
+//!   the linked program holds one (the entries are COMDAT groups), as many bytes of entries as
+//!   `launcher`'s object; the program's results are the host's;
 //! - after an edit of the program alone, the device pass compiles nothing, its image is reused
 //!   (the vendor tools do not run again) and the host pass compiles only `runner`;
 //! - after an edit of the kernel alone, the device pass compiles `kernels` and the image, not
@@ -21,7 +21,7 @@
 
 use std::path::Path;
 
-use run_make_support::offload::{cargo_offload, llvm_tool};
+use run_make_support::offload::{cargo_offload, llvm_tool, package_manifest};
 use run_make_support::{cmd, cwd, rfs};
 
 const KERNELS: &str = r#"#![feature(gpu_offload)]
@@ -89,12 +89,19 @@ fn compiled<'a>(lines: &[&'a str]) -> Vec<&'a str> {
         .collect()
 }
 
-/// How often the linked program `exe` holds the name of kernel `symbol`'s offload entry
-/// (a local symbol of each object whose entry the link kept).
-fn entry_copies(exe: &Path, symbol: &str) -> usize {
-    let nm = cmd(llvm_tool("llvm-nm")).arg(exe).run().stdout_utf8();
-    let name = format!(".offloading.entry_name.{symbol}");
-    nm.lines().filter(|l| l.split_whitespace().last() == Some(name.as_str())).count()
+/// The bytes of offload entries (sections `llvm_offload_entries`, one entry per kernel) in the
+/// object file, archive or program `path`, by `llvm-readelf`.
+fn entry_bytes(path: &Path) -> u64 {
+    let sections = cmd(llvm_tool("llvm-readelf")).args(["-S", "-W"]).arg(path).run().stdout_utf8();
+    sections
+        .lines()
+        .filter_map(|l| {
+            // `[Nr] Name Type Address Off Size ...`
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let at = fields.iter().position(|f| *f == "llvm_offload_entries")?;
+            u64::from_str_radix(fields.get(at + 4)?, 16).ok()
+        })
+        .sum()
 }
 
 fn build(ws: &Path) -> String {
@@ -114,17 +121,11 @@ fn main() {
         ws.join("Cargo.toml"),
         "[workspace]\nmembers = [\"kernels\", \"launcher\", \"runner\"]\nresolver = \"3\"\n",
     );
-    let package = |name: &str, dependencies: &str| {
-        format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
-             [dependencies]\n{dependencies}"
-        )
-    };
     // `helper` is a path dependency outside the workspace's folder (a path dependency inside
     // it would be a member), as a registry crate is.
     let helper = cwd().join("helper");
     rfs::create_dir_all(helper.join("src"));
-    rfs::write(helper.join("Cargo.toml"), package("helper", ""));
+    rfs::write(helper.join("Cargo.toml"), package_manifest("helper", ""));
     rfs::write(
         helper.join("src/lib.rs"),
         "#![no_std]\n/// `a * x + y`.\npub fn combine(a: f32, x: f32, y: f32) -> f32 {\n    \
@@ -132,17 +133,17 @@ fn main() {
     );
     rfs::write(
         ws.join("kernels/Cargo.toml"),
-        package("kernels", "helper = { path = \"../../helper\" }\n"),
+        package_manifest("kernels", "helper = { path = \"../../helper\" }\n"),
     );
     rfs::write(ws.join("kernels/src/lib.rs"), KERNELS);
     rfs::write(
         ws.join("launcher/Cargo.toml"),
-        package("launcher", "kernels = { path = \"../kernels\" }\n"),
+        package_manifest("launcher", "kernels = { path = \"../kernels\" }\n"),
     );
     rfs::write(ws.join("launcher/src/lib.rs"), LAUNCHER);
     rfs::write(
         ws.join("runner/Cargo.toml"),
-        package(
+        package_manifest(
             "runner",
             "kernels = { path = \"../kernels\" }\nlauncher = { path = \"../launcher\" }\n",
         ),
@@ -178,8 +179,11 @@ fn main() {
             name.starts_with("liblauncher-") && name.ends_with(".rlib")
         })
         .expect("no rlib of `launcher`");
-    assert_eq!(entry_copies(&launcher_rlib, &symbol), 1, "`launcher`'s own entry");
-    assert_eq!(entry_copies(&exe, &symbol), 1, "the program's entries of {symbol}");
+    // `launcher`'s object holds the entry of its launch, and so does `runner`'s; the program
+    // holds one.
+    let one_entry = entry_bytes(&launcher_rlib);
+    assert!(one_entry > 0, "`launcher` has no offload entry");
+    assert_eq!(entry_bytes(&exe), one_entry, "the program's entries of {symbol}");
     assert_eq!(run(&ws).trim(), "edit 0: y[10] = 51, y[999] = 4996");
 
     // A host-only edit: no device codegen, the image reused, only `runner` compiled.

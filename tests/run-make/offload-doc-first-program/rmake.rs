@@ -12,7 +12,7 @@
 
 use std::path::PathBuf;
 
-use run_make_support::offload::cargo_offload;
+use run_make_support::offload::{cargo_offload, package_manifest};
 use run_make_support::{cwd, env_var, rfs};
 
 /// The Rust code block of `section` that starts with the comment line `first_line`.
@@ -40,17 +40,11 @@ fn main() {
         ws.join("Cargo.toml"),
         "[workspace]\nmembers = [\"kernels\", \"runner\"]\nresolver = \"3\"\n",
     );
-    let package = |name: &str, dependencies: &str| {
-        format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
-             [dependencies]\n{dependencies}"
-        )
-    };
-    rfs::write(ws.join("kernels/Cargo.toml"), package("kernels", ""));
+    rfs::write(ws.join("kernels/Cargo.toml"), package_manifest("kernels", ""));
     assert!(section.contains("kernels = { path = \"../kernels\" }"), "the runner's dependency");
     rfs::write(
         ws.join("runner/Cargo.toml"),
-        package("runner", "kernels = { path = \"../kernels\" }\n"),
+        package_manifest("runner", "kernels = { path = \"../kernels\" }\n"),
     );
     rfs::write(ws.join("kernels/src/lib.rs"), rust_block(section, "// kernels/src/lib.rs"));
     rfs::write(ws.join("runner/src/main.rs"), rust_block(section, "// runner/src/main.rs"));

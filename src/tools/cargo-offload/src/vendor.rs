@@ -59,30 +59,62 @@ pub(crate) fn tool(
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The record of a device binary's build ([`device_binary`]): each tool (the vendor steps, and
-/// `llvm-offload-binary`, which unpacks the image and packages the result) with its arguments
-/// and modification time (a toolchain installed anew at the same path makes another record),
-/// the packaging spec, then the device pass's image, byte for byte (an image is a few MB at
-/// most; comparing its bytes leaves no doubt).
-fn vendor_record(
-    what: &str,
-    steps: &[(PathBuf, Vec<String>)],
-    spec: &str,
-    image: &Path,
-) -> Result<Vec<u8>> {
-    let mut record = String::new();
-    let packager = (llvm_tool("llvm-offload-binary"), Vec::new());
-    for (program, args) in steps.iter().chain([&packager]) {
-        let modified = fs::metadata(program).and_then(|m| m.modified()).ok();
-        record.push_str(&format!("{} {modified:?} {args:?}\n", program.display()));
+/// What made a step's outputs: each tool with its modification time (a toolchain installed
+/// anew at the same path makes another record) and its arguments, then each input file, byte
+/// for byte (an image is a few MB at most; comparing its bytes leaves no doubt). A step whose
+/// record equals the one kept beside its outputs (`path`) reuses them; the record is removed
+/// before the step runs its tools and written when they succeeded, so a step that fails leaves
+/// none.
+pub(crate) struct ToolRecord {
+    path: PathBuf,
+    key: Vec<u8>,
+}
+
+impl ToolRecord {
+    /// The record of running `tools` on `inputs`, kept at `path`; `what` names the step in an
+    /// error (an input that cannot be read).
+    pub(crate) fn new(
+        what: &str,
+        path: PathBuf,
+        tools: &[(PathBuf, Vec<String>)],
+        inputs: &[&Path],
+    ) -> Result<ToolRecord> {
+        let mut text = String::new();
+        for (program, args) in tools {
+            let modified = fs::metadata(program).and_then(|m| m.modified()).ok();
+            text.push_str(&format!("{} {modified:?} {args:?}\n", program.display()));
+        }
+        let mut key = text.into_bytes();
+        for input in inputs {
+            let bytes = fs::read(input).map_err(|e| {
+                Failure::new(format!("{what}: cannot read {}: {e}", input.display()))
+            })?;
+            key.extend_from_slice(format!("{} bytes\n", bytes.len()).as_bytes());
+            key.extend_from_slice(&bytes);
+        }
+        Ok(ToolRecord { path, key })
     }
-    record.push_str(spec);
-    record.push('\n');
-    let mut record = record.into_bytes();
-    let bytes = fs::read(image)
-        .map_err(|e| Failure::new(format!("{what}: cannot read {}: {e}", image.display())))?;
-    record.extend_from_slice(&bytes);
-    Ok(record)
+
+    /// Whether the last run of the step had this record and left all its `outputs`.
+    pub(crate) fn unchanged(&self, outputs: &[&Path]) -> bool {
+        fs::read(&self.path).is_ok_and(|old| old == self.key) && outputs.iter().all(|o| o.is_file())
+    }
+
+    /// Removes the kept record before the step's tools run.
+    pub(crate) fn forget(&self, what: &str) -> Result<()> {
+        match fs::remove_file(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                fail(format!("{what}: cannot remove {}: {e}", self.path.display()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Keeps the record once the step's tools succeeded.
+    pub(crate) fn keep(self, what: &str) -> Result<()> {
+        fs::write(&self.path, &self.key)
+            .map_err(|e| Failure::new(format!("{what}: cannot write {}: {e}", self.path.display())))
+    }
 }
 
 /// Compiles the device pass's image (`host.out`: the kernels' optimized LLVM bitcode in an
@@ -133,34 +165,58 @@ pub(crate) fn device_binary(
         format!("{} {} ({bytes} bytes)", arch.device.image_kind, loadable.display())
     };
 
-    // The record of what made the packaged image: the tools, their arguments and the device
-    // pass's image, byte for byte. A build whose record equals the last one's (a host-only edit,
-    // or an arch whose kernels did not change) reuses its outputs; the record is removed before
-    // the tools run, so a build that fails leaves none.
-    let record = base.with_extension("vendor-record");
-    let key = vendor_record(&what, &steps, &spec, image)?;
-    if fs::read(&record).is_ok_and(|old| old == key) && loadable.is_file() && packaged.is_file() {
+    // A host-only edit, or an arch whose kernels did not change, gives the same record.
+    let bc_arg = format!("--image=file={},triple={}", bc.display(), arch.target);
+    let out_arg = packaged.display().to_string();
+    let packager = llvm_tool("llvm-offload-binary");
+    let mut tools = vec![(packager.clone(), vec![bc_arg.clone()])];
+    tools.extend(steps.iter().cloned());
+    tools.push((packager.clone(), vec!["-o".to_string(), out_arg.clone(), spec.clone()]));
+    let record = ToolRecord::new(&what, base.with_extension("vendor-record"), &tools, &[image])?;
+    if record.unchanged(&[&loadable, &packaged]) {
         return Ok((packaged, format!("{} (unchanged)", summary())));
     }
-    // Without the record's removal, a build whose tools fail halfway would leave outputs that
-    // the old record vouches for.
-    match fs::remove_file(&record) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return fail(format!("{what}: cannot remove {}: {e}", record.display()));
-        }
-        _ => {}
-    }
+    record.forget(&what)?;
 
-    let bc_arg = format!("--image=file={},triple={}", bc.display(), arch.target);
-    tool(&what, &llvm_tool("llvm-offload-binary"), &[&image, &bc_arg])?;
+    tool(&what, &packager, &[&image, &bc_arg])?;
     for (program, args) in &steps {
         let args: Vec<&dyn AsRef<std::ffi::OsStr>> =
             args.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>).collect();
         tool(&what, program, &args)?;
     }
-    let out_arg = packaged.display().to_string();
-    tool(&what, &llvm_tool("llvm-offload-binary"), &[&"-o", &out_arg, &spec])?;
-    fs::write(&record, key)
-        .map_err(|e| Failure::new(format!("{what}: cannot write {}: {e}", record.display())))?;
+    tool(&what, &packager, &[&"-o", &out_arg, &spec])?;
+    record.keep(&what)?;
     Ok((packaged, summary()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record is unchanged only for the same tools, arguments and input bytes, once kept, and
+    /// while the outputs exist; `forget` drops it.
+    #[test]
+    fn a_tool_record_changes_with_tools_arguments_and_inputs() {
+        let dir = std::env::temp_dir().join(format!("cargo-offload-record-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let (input, output, path) = (dir.join("in"), dir.join("out"), dir.join("record"));
+        fs::write(&input, b"image 1").unwrap();
+        fs::write(&output, b"").unwrap();
+        let tools = |arg: &str| vec![(PathBuf::from("/bin/sh"), vec![arg.to_string()])];
+        let record = |arg: &str| ToolRecord::new("test", path.clone(), &tools(arg), &[&input]);
+        let first = record("-O2").ok().unwrap();
+        assert!(!first.unchanged(&[&output]), "no record kept yet");
+        first.keep("test").ok().unwrap();
+        assert!(record("-O2").ok().unwrap().unchanged(&[&output]));
+        assert!(!record("-O3").ok().unwrap().unchanged(&[&output]), "other arguments");
+        assert!(!record("-O2").ok().unwrap().unchanged(&[&output, &dir.join("gone")]), "an output");
+        fs::write(&input, b"image 2").unwrap();
+        let changed = record("-O2").ok().unwrap();
+        assert!(!changed.unchanged(&[&output]), "another input");
+        changed.forget("test").ok().unwrap();
+        assert!(!path.exists());
+        changed.forget("test").ok().unwrap();
+        let _ = fs::remove_dir_all(&dir);
+    }
 }

@@ -44,6 +44,15 @@ pub fn cargo_offload_fails(dir: &Path, args: &[&str]) -> CompletedProcess {
     run(dir, args, false)
 }
 
+/// The `Cargo.toml` of a test package `name` (version 0.1.0, edition 2024) whose
+/// `[dependencies]` table holds `dependencies` (TOML lines, each ending in a newline).
+pub fn package_manifest(name: &str, dependencies: &str) -> String {
+    format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+         [dependencies]\n{dependencies}"
+    )
+}
+
 /// Copies the folder `from` to `to`, without a `target/` folder.
 pub fn copy_dir(from: &Path, to: &Path) {
     rfs::create_dir_all(to);
