@@ -18,6 +18,7 @@ use rustc_hir::def_id::DefId;
 use rustc_hir::weak_lang_items::WEAK_LANG_ITEMS;
 use rustc_middle::middle::codegen_fn_attrs::CodegenFnAttrFlags;
 use rustc_middle::middle::exported_symbols::ExportedSymbol;
+use rustc_middle::mir::{Body, TerminatorKind};
 use rustc_middle::ty::{Instance, InstanceKind, TyCtxt};
 
 use crate::errors;
@@ -143,6 +144,30 @@ pub(crate) fn bind_foreign_fn<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>)
         }
         _ => instance,
     }
+}
+
+/// `core`'s declaration of the panic handler, as `core::panicking::panic_fmt` calls it (`core`
+/// declares `panic_impl` in more than one function), read from `body_of(panic_fmt)`; `None`
+/// where it calls none (a `core` built with `panic=immediate-abort`).
+pub(crate) fn panic_handler_declaration<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    body_of: impl FnOnce(DefId) -> &'tcx Body<'tcx>,
+) -> Option<DefId> {
+    let panic_fmt = tcx.lang_items().get(LangItem::PanicFmt)?;
+    body_of(panic_fmt).basic_blocks.iter().find_map(|block| {
+        let TerminatorKind::Call { func, .. } = &block.terminator().kind else { return None };
+        let (callee, _) = func.const_fn_def()?;
+        (tcx.is_foreign_item(callee) && weak_lang_item(tcx, callee) == Some(LangItem::PanicImpl))
+            .then_some(callee)
+    })
+}
+
+/// Whether `core`'s panics reach a handler that the crate graph lacks, which the codegen
+/// backend then defines (a trap on the GPUs; on the CPU device a call of `core`'s
+/// `__rust_offload_cpu_panic`, which prints the panic).
+pub(crate) fn graph_lacks_panic_handler(tcx: TyCtxt<'_>) -> bool {
+    panic_handler_declaration(tcx, |d| tcx.optimized_mir(d))
+        .is_some_and(|d| foreign_definition(tcx, d).is_none())
 }
 
 /// The weak lang item (the panic handler, ...) that the foreign item `def_id` declares, if any:

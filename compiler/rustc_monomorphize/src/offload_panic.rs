@@ -32,7 +32,6 @@ use std::sync::OnceLock;
 
 use rustc_abi::Size;
 use rustc_data_structures::fx::FxHashMap;
-use rustc_hir::LangItem;
 use rustc_hir::attrs::InlineAttr;
 use rustc_hir::def::DefKind;
 use rustc_hir::def_id::DefId;
@@ -52,7 +51,7 @@ use rustc_span::source_map::Spanned;
 use rustc_span::{Span, sym};
 use rustc_target::spec::PanicStrategy;
 
-use crate::offload_image::{foreign_definition, weak_lang_item};
+use crate::offload_image::{foreign_definition, panic_handler_declaration};
 
 /// The signature of the `optimized_mir` provider for another crate's items.
 type OptimizedMir = for<'tcx> fn(TyCtxt<'tcx>, DefId) -> &'tcx Body<'tcx>;
@@ -170,28 +169,9 @@ pub(crate) fn silent_panic_handler(tcx: TyCtxt<'_>) -> Option<DefId> {
     handler
 }
 
-/// `core`'s declaration of the panic handler, as `core::panicking::panic_fmt` calls it; `None`
-/// where it calls none (a `core` built with `panic=immediate-abort`).
-fn panic_handler_declaration(tcx: TyCtxt<'_>) -> Option<DefId> {
-    let panic_fmt = tcx.lang_items().get(LangItem::PanicFmt)?;
-    let body = metadata_optimized_mir(tcx, panic_fmt);
-    body.basic_blocks.iter().find_map(|block| {
-        let TerminatorKind::Call { func, .. } = &block.terminator().kind else { return None };
-        let (callee, _) = func.const_fn_def()?;
-        (tcx.is_foreign_item(callee) && weak_lang_item(tcx, callee) == Some(LangItem::PanicImpl))
-            .then_some(callee)
-    })
-}
-
-/// Whether `core`'s panics reach a handler that the crate graph lacks, which the codegen
-/// backend then defines (a trap on the GPUs; on the CPU device a call of `core`'s
-/// `__rust_offload_cpu_panic`, which prints the panic).
-pub(crate) fn graph_lacks_panic_handler(tcx: TyCtxt<'_>) -> bool {
-    panic_handler_declaration(tcx).is_some_and(|d| foreign_definition(tcx, d).is_none())
-}
-
 fn find_silent_panic_handler(tcx: TyCtxt<'_>) -> Option<DefId> {
-    let declaration = panic_handler_declaration(tcx)?;
+    // `panic_fmt` as `core` built it: this runs inside the wrapped provider.
+    let declaration = panic_handler_declaration(tcx, |d| metadata_optimized_mir(tcx, d))?;
     match foreign_definition(tcx, declaration) {
         // A GPU image's handler is a trap; a CPU device image's reports the panic's location
         // and message (see `device_roots`).

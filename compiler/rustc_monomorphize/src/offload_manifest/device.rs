@@ -122,7 +122,7 @@ pub(crate) fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<
         // A graph without a panic handler gets one that calls `core`'s report of the panic
         // (the codegen backend defines it), which is then a root too. A `core` without the
         // report keeps the trap.
-        if crate::offload_panic::graph_lacks_panic_handler(tcx)
+        if crate::offload_image::graph_lacks_panic_handler(tcx)
             && let Some(report) = crate::offload_image::symbol_definition(tcx, CPU_DEVICE_PANIC)
         {
             roots.push(MonoItem::Fn(Instance::mono(tcx, report)));
