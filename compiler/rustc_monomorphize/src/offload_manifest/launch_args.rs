@@ -38,12 +38,21 @@ pub(super) fn launch_args_match<'tcx>(
     } else {
         vec![ArgFit::Mismatch]
     };
-    if fits.contains(&ArgFit::Mismatch) {
+    if let Some(index) = fits.iter().position(|fit| *fit == ArgFit::Mismatch) {
+        // Named only where the tuple has the kernel's arity: otherwise no element is the first.
+        let first = (passed_tys.len() == sig.inputs().len()).then(|| {
+            errors::OffloadLaunchFirstMismatch {
+                index: index + 1,
+                param: param_text(tcx, kernel, index, sig.inputs()[index]),
+                passed: passed_tys[index].to_string(),
+            }
+        });
         tcx.dcx().emit_err(errors::OffloadLaunchArgsMismatch {
             span,
             kernel: tcx.def_path_str_with_args(kernel, kernel_args),
             passed: passed.to_string(),
             params: Ty::new_tup(tcx, sig.inputs()).to_string(),
+            first,
         });
         return false;
     }
@@ -69,6 +78,15 @@ pub(super) fn launch_args_match<'tcx>(
         }
     }
     true
+}
+
+/// The kernel's parameter at `index` (0 for the first), of type `ty`, as a diagnostic names it:
+/// `` `name: type` ``, or `` `type` `` where the parameter has no name (a pattern, `_`).
+fn param_text<'tcx>(tcx: TyCtxt<'tcx>, kernel: DefId, index: usize, ty: Ty<'tcx>) -> String {
+    match tcx.fn_arg_idents(kernel).get(index).copied().flatten() {
+        Some(ident) => format!("`{ident}: {ty}`"),
+        None => format!("`{ty}`"),
+    }
 }
 
 /// Whether no parameter of the kernel (named by `kernel_text`) holds addresses that an offload
@@ -155,6 +173,13 @@ enum ArgFit {
     /// stand for a `*const T` or `&T`. The same for pointers to one slice type (one ABI: data
     /// and length).
     Pointer,
+    /// As rustc 1.95 took it: integers of one size for each other (`i32` for `u32`, an
+    /// integer literal that fell back to `i32`), also as the elements of arrays of one length.
+    /// The runtime copies the argument's bytes, which read as the parameter's value that an
+    /// `as` conversion gives. `offload!` and `core::offload::launch*` give a literal its
+    /// parameter's type, so this arises from 1.95's `core::intrinsics::offload` or from a
+    /// value of the other signedness.
+    SameSizeInteger,
     /// A `*const T` or `&T` for a `*mut T` or `&mut T`: accepted as rustc 1.95 did, with a
     /// warning, since the kernel's writes are copied back into memory the launch handed over
     /// as read-only.
@@ -168,6 +193,9 @@ impl ArgFit {
     fn of<'tcx>(tcx: TyCtxt<'tcx>, passed: Ty<'tcx>, param: Ty<'tcx>) -> ArgFit {
         if passed == param {
             return ArgFit::Exact;
+        }
+        if same_size_integers(tcx, passed, param) {
+            return ArgFit::SameSizeInteger;
         }
         let pointer = |ty: Ty<'tcx>| match *ty.kind() {
             ty::RawPtr(pointee, mutability) | ty::Ref(_, pointee, mutability) => {
@@ -193,6 +221,20 @@ impl ArgFit {
         } else {
             ArgFit::Pointer
         }
+    }
+}
+
+/// Whether `passed` and `param` are integers of one size, or arrays of one length of such
+/// integers (nested arrays too), so that the bytes of one are a value of the other.
+fn same_size_integers<'tcx>(tcx: TyCtxt<'tcx>, passed: Ty<'tcx>, param: Ty<'tcx>) -> bool {
+    match (*passed.kind(), *param.kind()) {
+        (ty::Int(_) | ty::Uint(_), ty::Int(_) | ty::Uint(_)) => {
+            passed.primitive_size(tcx) == param.primitive_size(tcx)
+        }
+        (ty::Array(passed, passed_len), ty::Array(param, param_len)) => {
+            passed_len == param_len && same_size_integers(tcx, passed, param)
+        }
+        _ => false,
     }
 }
 

@@ -201,13 +201,14 @@ fn image_key_changed(dir: &Path, key: &str) -> Result<bool> {
     Ok(true)
 }
 
-/// Removes `host.out` and the outputs of crate `krate` from `deps` (a device pass's output
-/// folder), so that cargo, which finds them missing, builds the crate and its image again.
+/// Removes the image (`host.out` and its copy `device.bin`) and the outputs of crate `krate`
+/// from `deps` (a device pass's output folder), so that cargo, which finds them missing, builds
+/// the crate and its image again.
 fn forget_image(deps: &Path, krate: &str) {
     let prefix = format!("lib{krate}-");
     for entry in fs::read_dir(deps).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name == "host.out" || name.starts_with(&prefix) {
+        if name == "host.out" || name == "device.bin" || name.starts_with(&prefix) {
             let _ = fs::remove_file(entry.path());
         }
     }
