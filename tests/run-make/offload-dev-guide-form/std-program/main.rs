@@ -2,11 +2,12 @@
 // launched without generic arguments, by `offload!` and by `core::offload::launch`, and
 // literals for `u32` and `f32` parameters (`3_000_000_000` is past `i32::MAX`), which take the
 // kernel's parameter types. A 1.95 launch with an `i32` literal for a `u32` parameter runs too.
+// The grid's functions come from `std`'s prelude: nothing imports them.
 #![cfg_attr(offload_device, no_std)]
 #![feature(gpu_offload, core_intrinsics)]
 #![allow(internal_features)]
 
-use core::offload::{block_dim_x, block_idx_x, offload, offload_kernel, thread_idx_x};
+use core::offload::{offload, offload_kernel};
 
 #[offload_kernel]
 fn fill<T: Copy>(x: *mut [T; 256], value: T) {
