@@ -62,9 +62,12 @@ verbs:
                    --allocator ROUNDS (only the allocator lever: allocator.json),
                    --edit-loop ROUNDS (only the edit, build, run table of cargo offload
                    against plain cargo build: edit_loop.{json,md})
-  gpu-check        a bundle (gpu-check/ in the checkout, at most 64 MiB) that runs the bundled
-                   example, built with cargo offload for sm_90, on an NVIDIA GPU machine without
-                   our sysroot: `cargo offload bundle` of it (xz) and run.sh
+  gpu-check        a bundle (gpu-check/ in the checkout, at most 64 MiB) that runs every
+                   program that the tests run on the CPU device (and the example and the grid
+                   benchmark), built with cargo offload for sm_90,gfx90a,host, on an NVIDIA GPU
+                   machine without our sysroot: `cargo offload bundle` of each with its output
+                   on this machine's CPU device (xz), and run.sh, which prints one table (ok,
+                   wrong or did not run per run) and exits 0 only if every row is ok
   outside          only the outside-the-sysroot checks of `./x.py test`: `cargo offload run`
                    and bundles on this machine's own OS
   fuzz [--seed S] [--first N] [--count N]
