@@ -77,10 +77,7 @@ fn main() {
 
     // 2. Device passes, with the page's flags and `-Zbuild-std=core`.
     for (target, cpu) in [("amdgcn-amd-amdhsa", "gfx90a"), ("nvptx64-nvidia-cuda", "sm_90")] {
-        let device = format!(
-            "-Ctarget-cpu={cpu} {flags} -Zoffload=Device={}",
-            manifest.display()
-        );
+        let device = format!("-Ctarget-cpu={cpu} {flags} -Zoffload=Device={}", manifest.display());
         let args = ["build", "-Zunstable-options", "-r", "-v", "--target", target];
         cargo(&guide, &device, &[&args[..], &["-Zbuild-std=core"]].concat(), true);
         let deps = guide.join(format!("target/{target}/release/deps"));
@@ -128,12 +125,9 @@ fn main() {
     rfs::copy(source("std-program/main.rs"), program.join("src/main.rs"));
     let run = cargo_offload(&program, &["run", "--release", "--offload-arch=host"]);
     let stdout = run.stdout_utf8();
-    for line in [
-        "fill f64: 256",
-        "fill f32: 256",
-        "affine: 0 of 100 wrong",
-        "affine 1.95: 0 of 100 wrong",
-    ] {
+    for line in
+        ["fill f64: 256", "fill f32: 256", "affine: 0 of 100 wrong", "affine 1.95: 0 of 100 wrong"]
+    {
         assert!(stdout.lines().any(|printed| printed == line), "no `{line}` in:\n{stdout}");
     }
 }

@@ -40,13 +40,12 @@ pub(super) fn launch_args_match<'tcx>(
     };
     if let Some(index) = fits.iter().position(|fit| *fit == ArgFit::Mismatch) {
         // Named only where the tuple has the kernel's arity: otherwise no element is the first.
-        let first = (passed_tys.len() == sig.inputs().len()).then(|| {
-            errors::OffloadLaunchFirstMismatch {
+        let first =
+            (passed_tys.len() == sig.inputs().len()).then(|| errors::OffloadLaunchFirstMismatch {
                 index: index + 1,
                 param: param_text(tcx, kernel, index, sig.inputs()[index]),
                 passed: passed_tys[index].to_string(),
-            }
-        });
+            });
         tcx.dcx().emit_err(errors::OffloadLaunchArgsMismatch {
             span,
             kernel: tcx.def_path_str_with_args(kernel, kernel_args),

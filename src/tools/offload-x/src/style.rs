@@ -63,10 +63,11 @@ const RUSTFMT_IGNORED_TESTS: &[&str] = &[
 ];
 
 /// Patched crate roots that rustfmt cannot check: given a file, rustfmt formats its modules
-/// too, and `core`'s take in `stdarch` and `portable-simd` by `#[path]`, which upstream's
-/// `rustfmt.toml` ignores (their repositories format them with their own settings), with an
-/// option that a stable rustfmt lacks. Our new modules of `core` are checked on their own.
-const RUSTFMT_UNCHECKABLE_ROOTS: &[&str] = &["library/core/src/lib.rs"];
+/// too, and `core`'s take in `stdarch` and `portable-simd` by `#[path]`, `std`'s `backtrace`,
+/// which upstream's `rustfmt.toml` ignores (their repositories format them with their own
+/// settings), with an option that a stable rustfmt lacks. Our new modules of `core` and `std`
+/// are checked on their own.
+const RUSTFMT_UNCHECKABLE_ROOTS: &[&str] = &["library/core/src/lib.rs", "library/std/src/lib.rs"];
 
 /// Whether upstream's rustfmt configuration formats `path` (a tree path): every Rust file but
 /// those of [`RUSTFMT_IGNORED_TESTS`] (for us: the UI tests, whose `//~` annotations name lines)

@@ -10,8 +10,8 @@
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx))]
 #![no_std]
 
-use core::ops::{Add, Mul};
 use core::offload::offload_kernel;
+use core::ops::{Add, Mul};
 
 #[panic_handler]
 fn on_panic(_: &core::panic::PanicInfo) -> ! {
