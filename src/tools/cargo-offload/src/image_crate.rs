@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::args::Arch;
 use crate::env;
 use crate::util::{Failure, Result, fail, write_if_changed};
-use crate::workspace::{Program, Workspace, built_for};
+use crate::workspace::{LibrarySource, Program, Workspace, built_for, toml_string};
 
 /// Where the `core` of a device pass comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,8 +71,8 @@ pub(crate) fn device_core(arch: &Arch, build_std: bool) -> Result<DeviceCore> {
 }
 
 /// The crate that builds the device images: it depends on every library (of the workspace or of
-/// a path dependency) that defines a launched kernel, and the merged manifest names it as its
-/// crate.
+/// a path, registry or git dependency) that defines a launched kernel, and the merged manifest
+/// names it as its crate.
 pub(crate) const IMAGE_CRATE: &str = "offload_image";
 
 /// The cfg that the device passes set, so that a crate can give the device image what only the
@@ -84,7 +84,7 @@ pub(crate) const DEVICE_CFG: &str = "offload_device";
 #[derive(Debug, PartialEq)]
 pub(crate) enum ImageBuilder {
     /// The generated image crate ([`IMAGE_CRATE`], in this folder), which depends on the
-    /// libraries (of the workspace or of path dependencies) that define the kernels.
+    /// libraries (of the workspace or of its dependencies) that define the kernels.
     ImageCrate(PathBuf),
     /// A program of the workspace that defines kernels itself (a `bin`, an example, a
     /// `cdylib`): no crate can depend on it, so its device pass builds it as an `rlib` that
@@ -112,7 +112,7 @@ impl ImageBuilder {
 
 /// Chooses and writes what builds the device images of `manifest` (the merged manifest of the
 /// root crates, whose own manifests are `roots`). When every kernel is defined in libraries of
-/// the workspace or of path dependencies, that is the image crate ([`write_image_crate`]). When
+/// the workspace or of its dependencies, that is the image crate ([`write_image_crate`]). When
 /// kernels are defined in a program of the workspace, that program builds the image, of the
 /// kernels that the crates of its graph launch: two such programs, or another program that
 /// launches kernels, are an error that names them. The program's manifest is
@@ -206,9 +206,11 @@ fn root_graph(roots: &[PathBuf], krate: &str) -> Result<BTreeSet<String>> {
 
 /// Writes the image crate (`Cargo.toml`, `lib.rs`, `manifest.json`) in `image`, only the files
 /// whose content changed, so that cargo sees an unchanged crate as fresh. It depends on each
-/// library of `libraries` (of the workspace or of a path dependency, by its folder), with the
-/// features of `features` (by crate name, as the host build resolved them: see
+/// library of `libraries` (of the workspace or of a dependency: see [`Library::dependency`]),
+/// with the features of `features` (by crate name, as the host build resolved them: see
 /// [`resolved_features`]).
+///
+/// [`Library::dependency`]: crate::workspace::Library::dependency
 fn write_image_crate<'a>(
     image: &Path,
     ws: &Workspace,
@@ -229,7 +231,7 @@ fn write_image_crate<'a>(
         "// Written by cargo offload: the crate that builds the device images.\n#![no_std]\n",
     );
     for krate in libraries {
-        let (package, path) = &ws.libraries[krate];
+        let library = &ws.libraries[krate];
         // A library the host metadata pass did not build for the target keeps its defaults.
         let features = match features.get(krate) {
             Some(features) => {
@@ -239,9 +241,9 @@ fn write_image_crate<'a>(
             None => String::new(),
         };
         toml.push_str(&format!(
-            "{krate} = {{ package = {}, path = {}{features} }}\n",
-            toml_string(package),
-            toml_string(&path.display().to_string())
+            "{krate} = {{ package = {}, {}{features} }}\n",
+            toml_string(&library.package),
+            library.dependency()
         ));
         lib.push_str(&format!("extern crate {krate};\n"));
     }
@@ -249,8 +251,8 @@ fn write_image_crate<'a>(
     write_if_changed(&image.join("Cargo.toml"), toml.as_bytes())?;
     write_if_changed(&image.join("lib.rs"), lib.as_bytes())?;
     write_if_changed(&image.join("manifest.json"), text.as_bytes())?;
-    // The workspace's lock file keeps the dependencies' versions; cargo trims it to the image
-    // crate's graph.
+    // The workspace's lock file keeps the dependencies' versions (a git dependency's commit);
+    // cargo trims it to the image crate's graph.
     let lock = ws.root.join("Cargo.lock");
     if lock.is_file() && !image.join("Cargo.lock").is_file() {
         let _ = fs::copy(&lock, image.join("Cargo.lock"));
@@ -259,31 +261,33 @@ fn write_image_crate<'a>(
 }
 
 /// The crates that define `kernel`, an entry of `manifest`: libraries of the workspace or of its
-/// path dependencies (which the image crate depends on) or programs ([`Workspace::programs`],
-/// which build the image themselves). That is the crate that defines it; for a kernel declared
-/// in an `extern` block (the 1.95 style, named by its link name), the libraries that launch it,
-/// whose GPU build defines it; if only programs launch it, those programs whose root file names
+/// dependencies (which the image crate depends on) or programs ([`Workspace::programs`], which
+/// build the image themselves). That is the crate that defines it; for a kernel declared in an
+/// `extern` block (the 1.95 style, named by its link name), the libraries that launch it, whose
+/// GPU build defines it; if only programs launch it, those programs whose root file names
 /// `rustc_offload_kernel` (1.95 style code defines its kernels beside their launches) and every
-/// library of the crate graph, one of which must define it (the device pass names a link name
-/// that none defines). A kernel defined in a registry or git dependency is an error that names
-/// its source.
+/// library of the crate graph that is in the workspace or a path dependency, one of which must
+/// define it (the device pass names a link name that none defines). A kernel of a crate name
+/// that two dependencies build ([`Workspace::ambiguous`]) is an error that names them.
 fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result<Vec<String>> {
     let text = &kernel.kernel;
     if let Some(krate) = kernel.defining_crate() {
-        if !ws.libraries.contains_key(krate) && !ws.programs.contains_key(krate) {
-            if let Some(sources) = ws.foreign.get(krate) {
-                let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
-                return fail(format!(
-                    "kernel `{text}` is defined in crate `{krate}` of `{}`, a registry or git \
-                     dependency: cargo offload builds the device images only from kernel crates \
-                     of the workspace and of its path dependencies yet",
-                    sources.join("`, `")
-                ));
-            }
+        if let Some(ids) = ws.ambiguous.get(krate) {
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
             return fail(format!(
-                "kernel `{text}` is defined in crate `{krate}`, which is not a crate of this \
-                 workspace ({}) nor a path dependency: cargo offload builds the device images \
-                 from the crates of the workspace and of its path dependencies",
+                "kernel `{text}` is defined in crate `{krate}`, and two or more packages of the \
+                 build have a library of that name (`{}`): the device images can hold the \
+                 kernels of one of them; make the build use one (`cargo tree -i {}` shows who \
+                 pulls in each)",
+                ids.join("`, `"),
+                ws.libraries[krate].package
+            ));
+        }
+        if !ws.libraries.contains_key(krate) && !ws.programs.contains_key(krate) {
+            return fail(format!(
+                "kernel `{text}` is defined in crate `{krate}`, which is neither a crate of this \
+                 workspace ({}) nor a library that its host build compiled: cargo offload builds \
+                 the device images from the crates of the workspace and of its dependencies",
                 ws.root.display()
             ));
         }
@@ -304,7 +308,12 @@ fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result
         })
         .cloned()
         .collect();
-    crates.extend(manifest.crate_graph.iter().filter(|c| ws.libraries.contains_key(*c)).cloned());
+    // Registry and git crates are left out: most of those in a graph are `std` crates that no
+    // kernel needs (`libc`, say), which would not build for a GPU.
+    let nearby = |c: &&String| {
+        ws.libraries.get(*c).is_some_and(|l| matches!(l.source, LibrarySource::Path(_)))
+    };
+    crates.extend(manifest.crate_graph.iter().filter(nearby).cloned());
     if crates.is_empty() {
         return fail(format!(
             "kernel `{text}` is declared in an `extern` block (the 1.95 style) and no crate of \
@@ -316,7 +325,7 @@ fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result
     Ok(crates)
 }
 
-/// The features that cargo resolved for each library (of the workspace or of a path dependency,
+/// The features that cargo resolved for each library (of the workspace or of a dependency,
 /// [`Workspace::libraries`]) and program among `artifacts` (a pass's `compiler-artifact`
 /// messages), by crate name. The device passes build each library
 /// (and a program that defines kernels) with the features of the host build, so that a kernel
@@ -334,7 +343,9 @@ pub(crate) fn resolved_features(
         let krate = artifact["target"]["name"].as_str().unwrap_or("").replace('-', "_");
         let kinds = artifact["target"]["kind"].as_array().into_iter().flatten();
         let id = artifact["package_id"].as_str();
-        let member = id.is_some_and(|id| ws.member_ids.contains(id) || ws.path_ids.contains(id));
+        let member = id.is_some_and(|id| {
+            ws.member_ids.contains(id) || ws.dependency_ids.get(&krate).is_some_and(|d| d == id)
+        });
         let for_target = built_for(artifact, target);
         let library = kinds.filter_map(Value::as_str).any(|k| matches!(k, "lib" | "rlib"));
         let known = if library {
@@ -354,11 +365,6 @@ pub(crate) fn resolved_features(
     features
 }
 
-/// `text` as a TOML basic string (JSON's string escapes are TOML's).
-fn toml_string(text: &str) -> String {
-    serde_json::to_string(text).unwrap()
-}
-
 #[cfg(test)]
 mod tests {
     use offload_manifest_format::{FORMAT_VERSION, ItemPath, MAGIC};
@@ -366,6 +372,7 @@ mod tests {
 
     use super::*;
     use crate::util::strings;
+    use crate::workspace::Library;
 
     /// A manifest of crate `krate` with `graph` and `kernels`.
     fn manifest_of(krate: &str, graph: &[&str], kernels: Vec<Kernel>) -> Manifest {
@@ -413,11 +420,14 @@ mod tests {
             root: PathBuf::from("/ws"),
             libraries: libraries
                 .iter()
-                .map(|l| (l.to_string(), (l.replace('_', "-"), PathBuf::from("/ws").join(l))))
+                .map(|l| {
+                    let source = LibrarySource::Path(PathBuf::from("/ws").join(l));
+                    (l.to_string(), Library { package: l.replace('_', "-"), source })
+                })
                 .collect(),
             member_ids: libraries.iter().chain(&["app"]).map(|l| format!("{l} 0.1")).collect(),
-            path_ids: BTreeSet::new(),
-            foreign: BTreeMap::new(),
+            dependency_ids: BTreeMap::new(),
+            ambiguous: BTreeMap::new(),
             linking_packages: BTreeSet::new(),
             programs: BTreeMap::from([
                 ("app".to_string(), program(&["--bin", "app"], app_root)),
@@ -437,7 +447,8 @@ mod tests {
     }
 
     /// [`workspace`] with the path dependency `dep` (package `the-dep`, outside the workspace,
-    /// built with feature `f`) and the registry dependency `reg`.
+    /// built with feature `f`), the registry dependency `reg` and two packages of crate name
+    /// `twice`.
     fn with_dependencies(mut ws: Workspace) -> Workspace {
         let artifacts = [
             library_artifact(
@@ -447,11 +458,13 @@ mod tests {
                 &["f"],
             ),
             library_artifact(
-                "registry+https://github.com/rust-lang/crates.io-index#reg@1.2.3",
+                "registry+https://r/index#reg@1.2.3",
                 "reg",
                 "/home/u/.cargo/registry/src/index/reg-1.2.3",
                 &[],
             ),
+            library_artifact("registry+https://r/index#twice@1.0.0", "twice", "/r/t1", &[]),
+            library_artifact("registry+https://r/index#twice@2.0.0", "twice", "/r/t2", &[]),
         ];
         ws.add_dependencies(&artifacts, "x86_64-unknown-linux-gnu");
         ws
@@ -480,7 +493,7 @@ mod tests {
         let Err(Failure(message, 1)) = kernel_crates(&ws, &manifest, &outside) else {
             panic!("a kernel outside the workspace accepted")
         };
-        assert!(message.contains("`dep`, which is not a crate of this workspace"), "{message}");
+        assert!(message.contains("`dep`, which is neither a crate of this workspace"), "{message}");
         // A path dependency outside the workspace defines kernels like a workspace library.
         let ws_deps = with_dependencies(workspace(&["kern", "k195", "host_only"], &app, &guide));
         assert_eq!(
@@ -492,32 +505,41 @@ mod tests {
             kernel_crates(&ws_deps, &manifest, &launched_inside).ok(),
             Some(vec!["dep".to_string()])
         );
-        // A registry (or git) dependency's kernel: an error that names its source.
+        // A registry (or git) dependency's kernel, like a path dependency's.
         let registry = kernel("reg::k", Some("reg"), &["app"]);
-        let Err(Failure(message, 1)) = kernel_crates(&ws_deps, &manifest, &registry) else {
-            panic!("a registry crate's kernel accepted")
+        assert_eq!(
+            kernel_crates(&ws_deps, &manifest, &registry).ok(),
+            Some(vec!["reg".to_string()])
+        );
+        // A crate name of two packages: an error that names both.
+        let twice = kernel("twice::k", Some("twice"), &["app"]);
+        let Err(Failure(message, 1)) = kernel_crates(&ws_deps, &manifest, &twice) else {
+            panic!("a kernel of an ambiguous crate name accepted")
         };
         assert!(
             message.contains(
-                "kernel `reg::k` is defined in crate `reg` of \
-                 `registry+https://github.com/rust-lang/crates.io-index`, a registry or git \
-                 dependency"
-            ) && message.contains("of the workspace and of its path dependencies yet"),
+                "(`registry+https://r/index#twice@1.0.0`, `registry+https://r/index#twice@2.0.0`)"
+            ) && message.contains("`cargo tree -i twice`"),
             "{message}"
         );
         let unknown = kernel("far::k", Some("far"), &["app"]);
         let Err(Failure(message, 1)) = kernel_crates(&ws_deps, &manifest, &unknown) else {
             panic!("a kernel of an unknown crate accepted")
         };
-        assert!(message.contains("`far`, which is not a crate of this workspace"), "{message}");
+        assert!(message.contains("`far`, which is neither a crate of this workspace"), "{message}");
         // 1.95 style: the launching libraries, else the launching programs whose root file
-        // defines kernels and the workspace libraries of the graph.
+        // defines kernels and the workspace libraries of the graph (not a registry crate).
         let by_lib = kernel("k195_scale", None, &["k195", "app"]);
         assert_eq!(kernel_crates(&ws, &manifest, &by_lib).ok(), Some(vec!["k195".to_string()]));
         let by_program = kernel("k195_scale", None, &["app"]);
         assert_eq!(
             kernel_crates(&ws, &manifest, &by_program).ok(),
             Some(vec!["k195".to_string(), "host_only".to_string()])
+        );
+        let with_reg = manifest_of("app", &["app", "k195", "reg", "core"], Vec::new());
+        assert_eq!(
+            kernel_crates(&ws_deps, &with_reg, &by_program).ok(),
+            Some(vec!["k195".to_string()])
         );
         let by_guide = kernel("g", None, &["guide"]);
         let alone = manifest_of("guide", &["guide", "core"], Vec::new());
@@ -570,6 +592,21 @@ mod tests {
             "{toml}"
         );
         assert!(fs::read_to_string(image.join("lib.rs")).unwrap().contains("extern crate dep;"));
+        // A registry dependency's kernel: by its index and the host build's version.
+        let manifest = manifest_of(IMAGE_CRATE, &[], vec![kernel("reg", "app")]);
+        let Ok(ImageBuilder::ImageCrate(image)) =
+            image_builder(&dir, &ws_deps, &manifest, &BTreeMap::new(), &roots)
+        else {
+            panic!("no image crate for a registry dependency's kernel")
+        };
+        let toml = fs::read_to_string(image.join("Cargo.toml")).unwrap();
+        assert!(
+            toml.contains(
+                "reg = { package = \"reg\", version = \"=1.2.3\", \
+                 registry-index = \"https://r/index\" }"
+            ),
+            "{toml}"
+        );
         // A program's kernel and a library kernel of its graph: the program, under its name; a
         // kernel that only a library outside its graph launches is not the program's.
         let ws_far = workspace(&["kern", "far", "dev_only"], &app, &guide);
@@ -629,7 +666,8 @@ mod tests {
         // A program's own features: it builds the image when it defines kernels.
         let app: Vec<&str> = features["app"].iter().map(String::as_str).collect();
         assert_eq!(app, ["scale"]);
-        // A path dependency's library gets its features too; a registry crate's does not.
+        // A dependency's library gets its features too (path or registry); another package of
+        // the same crate name does not.
         let ws = with_dependencies(ws);
         let mut artifacts = artifacts.to_vec();
         artifacts.push(library_artifact(
@@ -638,11 +676,13 @@ mod tests {
             "/elsewhere/dep",
             &["f"],
         ));
-        artifacts.push(library_artifact("registry+https://r#reg@1.2.3", "reg", "/r/reg", &["x"]));
+        artifacts.push(library_artifact("registry+https://r/index#reg@1.2.3", "reg", "/r", &["x"]));
+        artifacts.push(library_artifact("registry+https://q#reg@0.1.0", "reg", "/q", &["y"]));
         let features = resolved_features(&artifacts, &ws, host);
         let dep: Vec<&str> = features["dep"].iter().map(String::as_str).collect();
         assert_eq!(dep, ["f"]);
-        assert!(!features.contains_key("reg"));
+        let reg: Vec<&str> = features["reg"].iter().map(String::as_str).collect();
+        assert_eq!(reg, ["x"]);
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -25,8 +25,8 @@ use crate::registration::wrap_images;
 use crate::util::{Failure, Result, copy_if_changed, fail, forget_other_compilers_output};
 use crate::vendor::{device_binary, runtime_lib_dir};
 use crate::workspace::{
-    Workspace, host_triple, manifest_path_args, profile_args, profile_dir, test_check_targets,
-    workspace,
+    Workspace, host_triple, manifest_path_args, profile_args, profile_dir, source_args,
+    test_check_targets, workspace,
 };
 
 /// Prints one progress line for a pass: `[cargo offload] <what> (<seconds> s)`.
@@ -56,25 +56,40 @@ impl Log {
         self.line(&format!("{what} ({:.1} s)", start.elapsed().as_secs_f64()));
     }
 
-    /// Runs a cargo pass whose messages are only shown; fails when cargo fails.
+    /// Runs a cargo pass of a device (`what` names it) whose messages are only shown; fails
+    /// when cargo fails. A crate that the pass compiled without finding `std` gets one error
+    /// that names it and the lines that make it build for the device ([`needs_std_error`]), in
+    /// place of rustc's, whose hint (`-Zbuild-std`) points the wrong way.
     fn cargo_pass(&mut self, what: &str, mut cmd: Command) -> Result<()> {
         let start = Instant::now();
         self.line(what);
+        cmd.arg(message_format()).stdout(Stdio::piped());
+        let mut needs_std = BTreeSet::new();
         let status = match self {
-            Log::Live => cmd.status(),
+            Log::Live => (|| {
+                let mut child = cmd.spawn()?;
+                let stdout = BufReader::new(child.stdout.take().unwrap());
+                for line in stdout.lines().map_while(|l| l.ok()) {
+                    eprint!("{}", shown(&line, &mut needs_std));
+                }
+                child.wait()
+            })(),
             Log::Buffered(buffer) => cmd.stdin(Stdio::null()).output().map(|out| {
-                buffer.extend_from_slice(&out.stdout);
                 buffer.extend_from_slice(&out.stderr);
+                for line in String::from_utf8_lossy(&out.stdout).lines() {
+                    buffer.extend_from_slice(shown(line, &mut needs_std).as_bytes());
+                }
                 out.status
             }),
         };
         let status = status.map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?;
         if !status.success() {
             let code = status.code().unwrap_or(1).clamp(1, 255) as u8;
-            return Err(Failure::with_status(
-                format!("{what} failed (cargo's messages are above)"),
-                code,
-            ));
+            let message = match needs_std_error(what, &needs_std) {
+                Some(message) => message,
+                None => format!("{what} failed (cargo's messages are above)"),
+            };
+            return Err(Failure::with_status(message, code));
         }
         self.progress(&format!("{what}: done"), start);
         Ok(())
@@ -88,19 +103,69 @@ impl Log {
     }
 }
 
+/// Cargo's `--message-format` for a pass whose messages `cargo offload` reads: JSON, with
+/// diagnostics rendered in colour only for a terminal, as cargo itself decides.
+fn message_format() -> &'static str {
+    if std::io::stderr().is_terminal() {
+        "--message-format=json-diagnostic-rendered-ansi"
+    } else {
+        "--message-format=json"
+    }
+}
+
+/// What a device pass shows of one line of cargo's JSON output: a diagnostic as rustc rendered
+/// it, a line that is not JSON as it is, nothing else. rustc's error that a crate cannot find
+/// `std` is not shown but recorded in `needs_std` (the crate's name and package id) for
+/// [`needs_std_error`].
+fn shown(line: &str, needs_std: &mut BTreeSet<(String, String)>) -> String {
+    let Ok(message) = serde_json::from_str::<Value>(line) else {
+        return format!("{line}\n");
+    };
+    if message["reason"].as_str() != Some("compiler-message") {
+        return String::new();
+    }
+    let diagnostic = &message["message"];
+    if diagnostic["code"]["code"].as_str() == Some("E0463")
+        && diagnostic["message"].as_str() == Some("can't find crate for `std`")
+    {
+        let krate = message["target"]["name"].as_str().unwrap_or("").replace('-', "_");
+        let id = message["package_id"].as_str().unwrap_or("").to_string();
+        needs_std.insert((krate, id));
+        return String::new();
+    }
+    diagnostic["rendered"].as_str().unwrap_or("").to_string()
+}
+
+/// The error of a device pass (`what`) in which the crates `needs_std` (name, package id)
+/// found no `std`: it names each, and says what makes such a crate build for a device.
+/// `None` when no crate missed `std`.
+fn needs_std_error(what: &str, needs_std: &BTreeSet<(String, String)>) -> Option<String> {
+    if needs_std.is_empty() {
+        return None;
+    }
+    let crates: Vec<String> =
+        needs_std.iter().map(|(krate, id)| format!("`{krate}` (package `{id}`)")).collect();
+    Some(format!(
+        "{what} failed: {} cannot find `std`: the device passes compile against `core` (a GPU's \
+         target has no `std`). The device pass compiles the crates that define kernels, and \
+         their dependencies, for the device. Such a crate builds there when its root file starts \
+         with\n\n    \
+         #![cfg_attr(offload_device, no_std)]\n\n\
+         and what needs `std` (`fn main`, printing, `Vec`, ...) is under \
+         `#[cfg(not(offload_device))]` (the device passes set `offload_device`, the host \
+         passes do not). A crate of a registry or a git repository changes with its authors, \
+         or with a `[patch]` of your workspace that points at a changed copy",
+        crates.join(", ")
+    ))
+}
+
 /// Runs a cargo pass; its JSON messages are read for the artifacts, diagnostics are shown as
 /// rendered. Returns the `compiler-artifact` messages.
 fn cargo_pass(what: &str, mut cmd: Command) -> Result<Vec<Value>> {
     let start = Instant::now();
     eprintln!("[cargo offload] {what}");
     let mut artifacts = Vec::new();
-    // Colours only for a terminal, as cargo itself decides.
-    let format = if std::io::stderr().is_terminal() {
-        "--message-format=json-diagnostic-rendered-ansi"
-    } else {
-        "--message-format=json"
-    };
-    cmd.arg(format).stdout(Stdio::piped());
+    cmd.arg(message_format()).stdout(Stdio::piped());
     let mut child = cmd.spawn().map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?;
     for line in BufReader::new(child.stdout.take().unwrap()).lines().map_while(|l| l.ok()) {
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
@@ -426,6 +491,7 @@ impl<'a> Build<'a> {
                 build
                     .arg("--manifest-path")
                     .arg(image_crate.join("Cargo.toml"))
+                    .args(source_args(&self.inv.cargo_args))
                     .args(if profile == "release" { &["--release"][..] } else { &[] });
                 (build, profile.to_string(), "deps")
             }
@@ -440,6 +506,7 @@ impl<'a> Build<'a> {
                     .args(["-p", &program.package])
                     .args(&program.selector)
                     .args(profile_args(&self.inv.cargo_args))
+                    .args(source_args(&self.inv.cargo_args))
                     .arg("--no-default-features");
                 if !features.is_empty() {
                     let list: Vec<&str> = features.iter().map(String::as_str).collect();
@@ -599,5 +666,49 @@ impl<'a> Build<'a> {
             }
         }
         programs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_crate_without_std_gets_the_device_lines() {
+        let mut needs_std = BTreeSet::new();
+        let diagnostic = |code: &str, text: &str| {
+            json!({
+                "reason": "compiler-message",
+                "package_id": "registry+https://r/index#std-kern@1.0.0",
+                "target": {"name": "std-kern"},
+                "message": {"code": {"code": code}, "message": text, "rendered": "rendered\n"}
+            })
+            .to_string()
+        };
+        // rustc's own error is replaced; others are shown as rendered, other lines as they are.
+        assert_eq!(shown(&diagnostic("E0463", "can't find crate for `std`"), &mut needs_std), "");
+        assert_eq!(
+            shown(&diagnostic("E0463", "can't find crate for `alloc`"), &mut needs_std),
+            "rendered\n"
+        );
+        let artifact = json!({"reason": "compiler-artifact"}).to_string();
+        assert_eq!(shown(&artifact, &mut needs_std), "");
+        assert_eq!(shown("plain text", &mut needs_std), "plain text\n");
+        let id = "registry+https://r/index#std-kern@1.0.0".to_string();
+        assert_eq!(needs_std, BTreeSet::from([("std_kern".to_string(), id)]));
+        let error = needs_std_error("device pass sm_90", &needs_std).unwrap();
+        assert!(
+            error.starts_with(
+                "device pass sm_90 failed: `std_kern` (package \
+                 `registry+https://r/index#std-kern@1.0.0`) cannot find `std`: the device passes \
+                 compile against `core`"
+            ) && error.contains("\n\n    #![cfg_attr(offload_device, no_std)]\n\n")
+                && error.contains("`#[cfg(not(offload_device))]`")
+                && !error.contains("build-std"),
+            "{error}"
+        );
+        assert_eq!(needs_std_error("device pass sm_90", &BTreeSet::new()), None);
     }
 }

@@ -19,20 +19,20 @@ pub(crate) struct Workspace {
     pub(crate) target_dir: PathBuf,
     /// The workspace's root folder (`workspace_root`).
     pub(crate) root: PathBuf,
-    /// Library crate name (`-` as `_`) -> (package name, package folder): the libraries of the
-    /// workspace's members, and those of the path dependencies outside the workspace that the
+    /// Library crate name (`-` as `_`) -> its package and where that comes from: the libraries
+    /// of the workspace's members, and those of the dependencies (path, registry, git) that the
     /// host metadata pass built ([`Workspace::add_dependencies`]). A member's library takes
-    /// precedence over a path dependency's of the same crate name.
-    pub(crate) libraries: BTreeMap<String, (String, PathBuf)>,
+    /// precedence over a dependency's of the same crate name.
+    pub(crate) libraries: BTreeMap<String, Library>,
     /// Package ids of the workspace's members (cargo's `workspace_members`).
     pub(crate) member_ids: BTreeSet<String>,
-    /// Package ids of the path dependencies outside the workspace whose library is among
-    /// [`Workspace::libraries`].
-    pub(crate) path_ids: BTreeSet<String>,
-    /// Library crate name -> the sources (a registry, a git repository) of the packages of the
-    /// build that are neither members nor path dependencies and that build a library of that
-    /// name: their kernels cannot be built into the images yet.
-    pub(crate) foreign: BTreeMap<String, BTreeSet<String>>,
+    /// Library crate name -> package id, of the dependencies whose library is among
+    /// [`Workspace::libraries`] (the first of each crate name).
+    pub(crate) dependency_ids: BTreeMap<String, String>,
+    /// Library crate name -> the package ids of two or more dependencies (not members) that
+    /// build a library of that name (two versions of a registry crate, say): the image crate
+    /// cannot tell which one defines a kernel of that crate, so such a kernel is an error.
+    pub(crate) ambiguous: BTreeMap<String, BTreeSet<String>>,
     /// Packages with a target that the host pass links (a program, an example, a test, a
     /// `cdylib`): those link the device images' registration.
     pub(crate) linking_packages: BTreeSet<String>,
@@ -40,6 +40,87 @@ pub(crate) struct Workspace {
     /// define kernels: a program, an example, a library without `lib`, `rlib` or `dylib` among its
     /// crate types (a `cdylib`). A library of the same crate name takes precedence.
     pub(crate) programs: BTreeMap<String, Program>,
+}
+
+/// A library that may define kernels: its package, and how the image crate names it as a
+/// dependency ([`Library::dependency`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Library {
+    /// The package's name (the crate name may differ: `-` as `_`, or a `[lib] name`).
+    pub(crate) package: String,
+    /// Where cargo finds the package.
+    pub(crate) source: LibrarySource,
+}
+
+/// Where cargo finds a library's package, as its package id's source says.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum LibrarySource {
+    /// A member of the workspace or a path dependency: its folder.
+    Path(PathBuf),
+    /// A registry package: the index of its source id (`registry+URL` as `URL`, `sparse+URL`
+    /// as is) and the version that the host build resolved.
+    Registry { index: String, version: String },
+    /// A git package: the repository and the reference of its source id (`branch`, `tag` or
+    /// `rev` with its value; none for the default branch). The commit is the lock file's.
+    Git { url: String, reference: Option<(String, String)> },
+}
+
+impl Library {
+    /// The fields of a `Cargo.toml` dependency on the library (after its `package = ...`):
+    /// `path = "DIR"`, `version = "=V", registry-index = "INDEX"`, or `git = "URL"` with its
+    /// reference. The same source id as the host build's, so that a kernel crate that another
+    /// dependency of the image crate also pulls in is one crate, not two, and the version is
+    /// the host build's (the image crate starts from the workspace's lock file).
+    pub(crate) fn dependency(&self) -> String {
+        match &self.source {
+            LibrarySource::Path(dir) => {
+                format!("path = {}", toml_string(&dir.display().to_string()))
+            }
+            LibrarySource::Registry { index, version } => format!(
+                "version = {}, registry-index = {}",
+                toml_string(&format!("={version}")),
+                toml_string(index)
+            ),
+            LibrarySource::Git { url, reference } => {
+                let mut fields = format!("git = {}", toml_string(url));
+                if let Some((kind, value)) = reference {
+                    fields.push_str(&format!(", {kind} = {}", toml_string(value)));
+                }
+                fields
+            }
+        }
+    }
+}
+
+impl LibrarySource {
+    /// The source of a cargo package id's source part (`path+file://DIR`, `registry+URL`,
+    /// `sparse+URL`, `git+URL[?KIND=VALUE]`) at `version`; `dir` is the package's folder (a
+    /// path package's). `None` for another kind of source.
+    fn of(source: &str, version: &str, dir: &Path) -> Option<LibrarySource> {
+        if source.starts_with("path+") {
+            return Some(LibrarySource::Path(dir.to_path_buf()));
+        }
+        if let Some(index) = source.strip_prefix("registry+") {
+            let version = version.to_string();
+            return Some(LibrarySource::Registry { index: index.to_string(), version });
+        }
+        if source.starts_with("sparse+") {
+            let version = version.to_string();
+            return Some(LibrarySource::Registry { index: source.to_string(), version });
+        }
+        let git = source.strip_prefix("git+")?;
+        let (url, query) = git.split_once('?').unwrap_or((git, ""));
+        let reference = query.split('&').find_map(|pair| {
+            let (kind, value) = pair.split_once('=')?;
+            matches!(kind, "branch" | "tag" | "rev").then(|| (kind.to_string(), value.to_string()))
+        });
+        Some(LibrarySource::Git { url: url.to_string(), reference })
+    }
+}
+
+/// `text` as a TOML basic string (JSON's string escapes are TOML's).
+pub(crate) fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
 }
 
 /// A crate of the workspace that only builds a final artifact (see [`Workspace::programs`]).
@@ -100,7 +181,11 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
             let name = text(target, "name");
             let krate = name.replace('-', "_");
             if is_library(&kinds_of(target)) {
-                libraries.insert(krate.clone(), (text(package, "name"), dir.clone()));
+                let library = Library {
+                    package: text(package, "name"),
+                    source: LibrarySource::Path(dir.clone()),
+                };
+                libraries.insert(krate.clone(), library);
             } else if let Some(selector) = program_selector(&kinds, &name) {
                 let root = PathBuf::from(text(target, "src_path"));
                 let dependencies = dependencies.clone();
@@ -127,8 +212,8 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
         root: PathBuf::from(text(&meta, "workspace_root")),
         libraries,
         member_ids,
-        path_ids: BTreeSet::new(),
-        foreign: BTreeMap::new(),
+        dependency_ids: BTreeMap::new(),
+        ambiguous: BTreeMap::new(),
         linking_packages,
         programs,
     })
@@ -136,10 +221,11 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
 
 impl Workspace {
     /// Adds the libraries of the dependencies that a pass built for `target` (its
-    /// `compiler-artifact` messages, `artifacts`): each path dependency outside the workspace
-    /// joins [`Workspace::libraries`] (a member's library of the same crate name keeps its
-    /// place), so that the image crate depends on it by its folder, like on a member's
-    /// library; a registry or git dependency is recorded in [`Workspace::foreign`].
+    /// `compiler-artifact` messages, `artifacts`) to [`Workspace::libraries`], so that the image
+    /// crate can depend on those that define kernels like on a member's library: a path
+    /// dependency by its folder, a registry or git dependency by its source and version. A
+    /// member's library of the same crate name keeps its place; two dependencies of one crate
+    /// name go to [`Workspace::ambiguous`].
     pub(crate) fn add_dependencies(&mut self, artifacts: &[Value], target: &str) {
         for artifact in artifacts {
             let Some(id) = artifact["package_id"].as_str() else { continue };
@@ -150,18 +236,28 @@ impl Workspace {
                 continue;
             }
             let krate = artifact["target"]["name"].as_str().unwrap_or("").replace('-', "_");
-            let (name, source) = package_id_parts(id);
-            if !source.starts_with("path+") {
-                self.foreign.entry(krate).or_default().insert(source.to_string());
+            let (package, version, source) = package_id_parts(id);
+            let manifest = PathBuf::from(artifact["manifest_path"].as_str().unwrap_or(""));
+            let dir = manifest.parent().unwrap_or(Path::new(""));
+            let Some(source) = LibrarySource::of(source, version, dir) else { continue };
+            if matches!(&source, LibrarySource::Path(dir) if dir.as_os_str().is_empty()) {
                 continue;
             }
-            let manifest = PathBuf::from(artifact["manifest_path"].as_str().unwrap_or(""));
-            let Some(dir) = manifest.parent().filter(|d| !d.as_os_str().is_empty()) else {
-                continue;
-            };
-            if let Entry::Vacant(entry) = self.libraries.entry(krate) {
-                entry.insert((name, dir.to_path_buf()));
-                self.path_ids.insert(id.to_string());
+            match self.libraries.entry(krate) {
+                Entry::Vacant(entry) => {
+                    self.dependency_ids.insert(entry.key().clone(), id.to_string());
+                    entry.insert(Library { package, source });
+                }
+                // A member's library keeps its place; a second dependency of the crate name
+                // makes it ambiguous.
+                Entry::Occupied(entry) => {
+                    if let Some(first) = self.dependency_ids.get(entry.key())
+                        && first != id
+                    {
+                        let ids = self.ambiguous.entry(entry.key().clone()).or_default();
+                        ids.extend([first.clone(), id.to_string()]);
+                    }
+                }
             }
         }
     }
@@ -175,23 +271,23 @@ pub(crate) fn built_for(artifact: &Value, target: &str) -> bool {
     files.filter_map(Value::as_str).any(|f| f.contains(&target_dir))
 }
 
-/// The package name and the source of a cargo package id: `SOURCE#NAME@VERSION`, or
+/// The package name, version and source of a cargo package id: `SOURCE#NAME@VERSION`, or
 /// `SOURCE#VERSION` when the name is the source's last path segment (cargo 1.77 and later), or
 /// `NAME VERSION (SOURCE)` (earlier).
-fn package_id_parts(id: &str) -> (String, &str) {
+fn package_id_parts(id: &str) -> (String, &str, &str) {
     if let Some((name, rest)) = id.split_once(' ') {
-        let source = rest.split_once(" (").map_or("", |(_, s)| s.trim_end_matches(')'));
-        return (name.to_string(), source);
+        let (version, source) = rest.split_once(" (").unwrap_or((rest, ""));
+        return (name.to_string(), version, source.trim_end_matches(')'));
     }
     let (source, fragment) = id.split_once('#').unwrap_or((id, ""));
-    let name = match fragment.split_once('@') {
-        Some((name, _)) => name,
+    let (name, version) = match fragment.split_once('@') {
+        Some((name, version)) => (name, version),
         None => {
             let path = source.split('?').next().unwrap_or("").trim_end_matches('/');
-            path.rsplit('/').next().unwrap_or("")
+            (path.rsplit('/').next().unwrap_or(""), fragment)
         }
     };
-    (name.to_string(), source)
+    (name.to_string(), version, source)
 }
 
 /// The crate names of the normal and dev dependencies of `package` (a package of `cargo
@@ -289,6 +385,29 @@ pub(crate) fn profile_args(cargo_args: &[String]) -> Vec<String> {
     out
 }
 
+/// The user's cargo arguments that say where packages come from, for the cargo commands of the
+/// device passes, so that they resolve the kernel crates as the host passes did: `--offline`,
+/// `--config VALUE` (or `--config=VALUE`), and `--frozen` as `--offline` (the image crate adds
+/// itself to its copy of the lock file, which `--locked` forbids; the host passes check the
+/// user's lock file).
+pub(crate) fn source_args(cargo_args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = cargo_args.iter();
+    while let Some(arg) = rest.next() {
+        if arg == "--offline" || arg == "--frozen" {
+            out.push("--offline".to_string());
+        } else if arg.starts_with("--config=") {
+            out.push(arg.clone());
+        } else if arg == "--config" {
+            out.push(arg.clone());
+            out.extend(rest.next().cloned());
+        } else if arg == "--" {
+            break;
+        }
+    }
+    out
+}
+
 /// Cargo's target selection options (`--lib`, `--bin NAME`, `--tests`, `--all-targets`, ...).
 const TARGET_SELECTION: &[&str] = &[
     "--lib",
@@ -357,30 +476,36 @@ mod tests {
     #[test]
     fn package_ids_name_their_package_and_source() {
         let parts = |id: &str| {
-            let (name, source) = package_id_parts(id);
-            (name, source.to_string())
+            let (name, version, source) = package_id_parts(id);
+            (name, version.to_string(), source.to_string())
         };
         let path = "path+file:///home/u/kern-x".to_string();
-        assert_eq!(parts("path+file:///home/u/kern-x#kern-two@0.2.0"), ("kern-two".into(), path));
+        assert_eq!(
+            parts("path+file:///home/u/kern-x#kern-two@0.2.0"),
+            ("kern-two".into(), "0.2.0".into(), path)
+        );
         let path = "path+file:///home/u/kern2".to_string();
-        assert_eq!(parts("path+file:///home/u/kern2#0.1.0"), ("kern2".into(), path.clone()));
-        assert_eq!(parts("kern2 0.1.0 (path+file:///home/u/kern2)"), ("kern2".into(), path));
+        let kern2 = ("kern2".into(), "0.1.0".into(), path);
+        assert_eq!(parts("path+file:///home/u/kern2#0.1.0"), kern2);
+        assert_eq!(parts("kern2 0.1.0 (path+file:///home/u/kern2)"), kern2);
         let git = "git+https://example.org/k.git?branch=main".to_string();
-        assert_eq!(parts("git+https://example.org/k.git?branch=main#k@1.0.0"), ("k".into(), git));
+        assert_eq!(
+            parts("git+https://example.org/k.git?branch=main#k@1.0.0"),
+            ("k".into(), "1.0.0".into(), git)
+        );
     }
 
     #[test]
-    fn path_dependencies_join_the_libraries() {
+    fn dependencies_join_the_libraries() {
+        let path = |dir: &str| LibrarySource::Path(PathBuf::from(dir));
+        let kern = Library { package: "kern".into(), source: path("/ws/kern") };
         let mut ws = Workspace {
             target_dir: PathBuf::from("/ws/target"),
             root: PathBuf::from("/ws"),
-            libraries: BTreeMap::from([(
-                "kern".into(),
-                ("kern".into(), PathBuf::from("/ws/kern")),
-            )]),
+            libraries: BTreeMap::from([("kern".into(), kern.clone())]),
             member_ids: BTreeSet::from(["path+file:///ws/kern#0.1.0".to_string()]),
-            path_ids: BTreeSet::new(),
-            foreign: BTreeMap::new(),
+            dependency_ids: BTreeMap::new(),
+            ambiguous: BTreeMap::new(),
             linking_packages: BTreeSet::new(),
             programs: BTreeMap::new(),
         };
@@ -406,22 +531,62 @@ mod tests {
             artifact("path+file:///out/gen#0.1.0", "gen", "lib", "/out/gen", "."),
             // A path dependency with a member's crate name: the member's library stays.
             artifact("path+file:///out/kern#0.9.0", "kern", "lib", "/out/kern", host),
-            artifact("registry+https://r#reg@1.0.0", "reg", "rlib", "/r/reg-1.0.0", host),
-            artifact("git+https://g/reg#reg@2.0.0", "reg", "lib", "/g/reg", host),
+            artifact("registry+https://r/index#reg@1.0.0", "reg", "rlib", "/r/reg-1.0.0", host),
+            artifact("sparse+https://s/index/#sp@0.4.1", "sp", "lib", "/s/sp-0.4.1", host),
+            artifact("git+https://g/k.git?tag=v2#gk@2.0.0", "gk", "lib", "/g/gk", host),
+            // Two packages of one crate name: neither can be told apart by the crate.
+            artifact("git+https://g/two.git#two@2.0.0", "two", "lib", "/g/two", host),
+            artifact("registry+https://r/index#two@1.0.0", "two", "lib", "/r/two-1.0.0", host),
         ];
         ws.add_dependencies(&artifacts, host);
-        let libraries: Vec<(&str, &str, &Path)> =
-            ws.libraries.iter().map(|(k, (p, d))| (k.as_str(), p.as_str(), d.as_path())).collect();
+        let registry = |index: &str, version: &str| LibrarySource::Registry {
+            index: index.to_string(),
+            version: version.to_string(),
+        };
+        let tag = Some(("tag".to_string(), "v2".to_string()));
+        let expected = [
+            ("gk", "gk", LibrarySource::Git { url: "https://g/k.git".into(), reference: tag }),
+            ("kern", "kern", path("/ws/kern")),
+            ("kern_two", "kern-two", path("/out/kern-x")),
+            ("reg", "reg", registry("https://r/index", "1.0.0")),
+            ("sp", "sp", registry("sparse+https://s/index/", "0.4.1")),
+            ("two", "two", LibrarySource::Git { url: "https://g/two.git".into(), reference: None }),
+        ];
+        let expected: BTreeMap<String, Library> = expected
+            .into_iter()
+            .map(|(k, package, source)| {
+                (k.to_string(), Library { package: package.into(), source })
+            })
+            .collect();
+        assert_eq!(ws.libraries, expected);
+        assert!(!ws.dependency_ids.contains_key("kern"));
+        assert_eq!(ws.dependency_ids["kern_two"], "path+file:///out/kern-x#kern-two@0.2.0");
+        let two = BTreeSet::from([
+            "git+https://g/two.git#two@2.0.0".to_string(),
+            "registry+https://r/index#two@1.0.0".to_string(),
+        ]);
+        assert_eq!(ws.ambiguous, BTreeMap::from([("two".to_string(), two)]));
+        // How the image crate names each as a dependency.
+        let fields = |krate: &str| ws.libraries[krate].dependency();
+        assert_eq!(fields("kern_two"), r#"path = "/out/kern-x""#);
+        assert_eq!(fields("reg"), r#"version = "=1.0.0", registry-index = "https://r/index""#);
         assert_eq!(
-            libraries,
-            [
-                ("kern", "kern", Path::new("/ws/kern")),
-                ("kern_two", "kern-two", Path::new("/out/kern-x"))
-            ]
+            fields("sp"),
+            r#"version = "=0.4.1", registry-index = "sparse+https://s/index/""#
         );
-        assert_eq!(ws.path_ids, BTreeSet::from(["path+file:///out/kern-x#kern-two@0.2.0".into()]));
-        let foreign = BTreeSet::from(["git+https://g/reg".into(), "registry+https://r".into()]);
-        assert_eq!(ws.foreign, BTreeMap::from([("reg".to_string(), foreign)]));
+        assert_eq!(fields("gk"), r#"git = "https://g/k.git", tag = "v2""#);
+        assert_eq!(fields("two"), r#"git = "https://g/two.git""#);
+    }
+
+    #[test]
+    fn source_arguments_reach_the_device_passes() {
+        let args = strings(&["--frozen", "-p", "app", "--config", "a.toml", "--config=b=1", "-r"]);
+        assert_eq!(
+            source_args(&args),
+            strings(&["--offline", "--config", "a.toml", "--config=b=1"])
+        );
+        assert_eq!(source_args(&strings(&["--offline", "--locked"])), strings(&["--offline"]));
+        assert!(source_args(&strings(&["--release", "--features", "x"])).is_empty());
     }
 
     #[test]

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use super::toolchain::{device_sysroot, offload_tools_bin, stage0_cargo};
 use crate::{CompletedProcess, cmd, env_var, rfs};
 
-/// `cargo offload ARGS` in `dir`, with its own target folder inside it; panics with its output
-/// unless it succeeds (`succeed`) or fails (`!succeed`).
-fn run(dir: &Path, args: &[&str], succeed: bool) -> CompletedProcess {
+/// `cargo offload ARGS` in `dir`, with its own target folder inside it and the variables `env`
+/// besides; panics with its output unless it succeeds (`succeed`) or fails (`!succeed`).
+fn run(dir: &Path, args: &[&str], env: &[(&str, &Path)], succeed: bool) -> CompletedProcess {
     let path = format!("{}:/usr/lib/llvm-22/bin:/usr/bin:/bin", offload_tools_bin().display());
     let mut c = cmd(stage0_cargo());
     c.arg("offload")
@@ -31,17 +31,36 @@ fn run(dir: &Path, args: &[&str], succeed: bool) -> CompletedProcess {
         .env_remove("CARGO_INCREMENTAL")
         .env_remove("CARGO_MAKEFLAGS")
         .env_remove("MAKEFLAGS");
+    for (name, value) in env {
+        c.env(name, value);
+    }
     if succeed { c.run() } else { c.run_fail() }
 }
 
 /// `cargo offload ARGS` in `dir`; panics with its output unless it succeeds.
 pub fn cargo_offload(dir: &Path, args: &[&str]) -> CompletedProcess {
-    run(dir, args, true)
+    run(dir, args, &[], true)
+}
+
+/// `cargo offload ARGS` in `dir` with the variables `env` (a test's own `CARGO_HOME`, say);
+/// panics with its output unless it succeeds.
+pub fn cargo_offload_with(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> CompletedProcess {
+    run(dir, args, env, true)
+}
+
+/// `cargo offload ARGS` in `dir` with the variables `env`; panics with its output unless it
+/// fails.
+pub fn cargo_offload_fails_with(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &Path)],
+) -> CompletedProcess {
+    run(dir, args, env, false)
 }
 
 /// `cargo offload ARGS` in `dir`; panics with its output unless it fails.
 pub fn cargo_offload_fails(dir: &Path, args: &[&str]) -> CompletedProcess {
-    run(dir, args, false)
+    run(dir, args, &[], false)
 }
 
 /// The `Cargo.toml` of a test package `name` (version 0.1.0, edition 2024) whose

@@ -9,7 +9,10 @@ pub mod cargo;
 pub mod image;
 pub mod toolchain;
 
-pub use cargo::{cargo_offload, cargo_offload_fails, copy_dir, package_manifest, reports};
+pub use cargo::{
+    cargo_offload, cargo_offload_fails, cargo_offload_fails_with, cargo_offload_with, copy_dir,
+    package_manifest, reports,
+};
 pub use image::{
     VendorReport, check_manifest_format, code_object_kernels, compare_kernels, cubin_kernels,
     exported_functions, image_bitcode, image_ir, kernel_instructions, manifest_symbols,

@@ -1,0 +1,20 @@
+//! A kernel crate that needs `std` on every target: a device pass stops with an error that
+//! names it and the lines it lacks.
+
+#![feature(gpu_offload)]
+
+use core::offload::offload_kernel;
+
+/// `x[i] = -x[i]` over the grid.
+#[offload_kernel]
+pub fn negate(x: &mut [i32]) {
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+    if i < x.len() {
+        x[i] = -x[i];
+    }
+}
+
+/// What only `std` gives.
+pub fn label(values: &[i32]) -> String {
+    format!("{} values", values.len())
+}
