@@ -24,7 +24,8 @@ use std::path::Path;
 
 use run_make_support::offload::{
     cargo_offload, cargo_offload_fails, code_object_kernels, compare_kernels, copy_dir,
-    cubin_kernels, cuda_tool, kernel_instructions, llvm_tool, manifest_symbols, ptx_kernels,
+    cubin_kernels, cuda_tool, extract_gpu_images, kernel_instructions, llvm_tool, manifest_symbols,
+    ptx_kernels,
 };
 use run_make_support::{cmd, cwd, rfs, serde_json, source_root};
 
@@ -131,12 +132,7 @@ fn main() {
     );
 
     // Each image, taken out of the executable, defines exactly the manifest's kernels.
-    let (so, cubin) = (cwd().join("gfx90a.so"), cwd().join("sm_90.cubin"));
-    cmd(llvm_tool("llvm-offload-binary"))
-        .arg(&exe)
-        .arg(format!("--image=file={},triple=amdgcn-amd-amdhsa,arch=gfx90a", so.display()))
-        .arg(format!("--image=file={},triple=nvptx64-nvidia-cuda,arch=sm_90", cubin.display()))
-        .run();
+    let (so, cubin) = extract_gpu_images(&exe, &cwd());
     assert_eq!(code_object_kernels(&so), kernels, "kernels of the gfx90a code object");
     let nvidia = cubin_kernels(&cubin);
     assert_eq!(nvidia, kernels, "kernels of the sm_90 cubin");

@@ -19,7 +19,7 @@ use std::path::Path;
 
 use run_make_support::offload::{
     cargo_offload_fails_with, cargo_offload_with, code_object_kernels, copy_dir, cubin_kernels,
-    llvm_tool, manifest_symbols, package_manifest, stage0_cargo,
+    extract_gpu_images, manifest_symbols, package_manifest, stage0_cargo,
 };
 use run_make_support::{cmd, cwd, rfs, serde_json, source_root};
 
@@ -128,12 +128,7 @@ fn main() {
     let kernels = manifest_symbols(&manifest);
     assert_eq!(kernels.len(), 4, "{kernels:?}");
     let exe = app.join("target/offload/host/x86_64-unknown-linux-gnu/release/app");
-    let (so, cubin) = (cwd().join("gfx90a.so"), cwd().join("sm_90.cubin"));
-    cmd(llvm_tool("llvm-offload-binary"))
-        .arg(&exe)
-        .arg(format!("--image=file={},triple=amdgcn-amd-amdhsa,arch=gfx90a", so.display()))
-        .arg(format!("--image=file={},triple=nvptx64-nvidia-cuda,arch=sm_90", cubin.display()))
-        .run();
+    let (so, cubin) = extract_gpu_images(&exe, &cwd());
     assert_eq!(code_object_kernels(&so), kernels, "kernels of the gfx90a code object");
     assert_eq!(cubin_kernels(&cubin), kernels, "kernels of the sm_90 cubin");
 

@@ -46,6 +46,19 @@ pub fn image_ir(image: &Path, target: &str) -> String {
     cmd(llvm_tool("llvm-dis")).arg(&bc).arg("-o").arg("-").run().stdout_utf8()
 }
 
+/// Takes the `gfx90a` and `sm_90` images out of the executable `exe` (`llvm-offload-binary`)
+/// into `dir`; returns their paths: the AMD code object (`gfx90a.so`) and the cubin
+/// (`sm_90.cubin`). Panics when the executable lacks either.
+pub fn extract_gpu_images(exe: &Path, dir: &Path) -> (PathBuf, PathBuf) {
+    let (so, cubin) = (dir.join("gfx90a.so"), dir.join("sm_90.cubin"));
+    cmd(llvm_tool("llvm-offload-binary"))
+        .arg(exe)
+        .arg(format!("--image=file={},triple=amdgcn-amd-amdhsa,arch=gfx90a", so.display()))
+        .arg(format!("--image=file={},triple=nvptx64-nvidia-cuda,arch=sm_90", cubin.display()))
+        .run();
+    (so, cubin)
+}
+
 /// The kernels of an AMD code object (`<kernel>.kd` symbols, `llvm-nm`).
 pub fn code_object_kernels(so: &Path) -> BTreeSet<String> {
     cmd(llvm_tool("llvm-nm"))

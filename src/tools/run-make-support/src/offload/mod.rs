@@ -15,9 +15,9 @@ pub use cargo::{
 };
 pub use image::{
     VendorReport, check_manifest_format, code_object_kernels, compare_kernels, cubin_kernels,
-    exported_functions, image_bitcode, image_ir, kernel_instructions, manifest_symbols,
-    offload_entries, ptx_kernels, undefined_functions, unreached_functions, vendor_check,
-    vendor_result,
+    exported_functions, extract_gpu_images, image_bitcode, image_ir, kernel_instructions,
+    manifest_symbols, offload_entries, ptx_kernels, undefined_functions, unreached_functions,
+    vendor_check, vendor_result,
 };
 pub use toolchain::{
     cuda_tool, device_sysroot, gpu_sysroot, llvm_tool, offload_tools_bin, project_example,
