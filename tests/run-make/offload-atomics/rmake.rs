@@ -17,10 +17,16 @@
 //! back: plain data behind `&` (a `[u32; 3]`, 12 bytes) goes to the device only, a struct of
 //! atomics behind `&` (16 bytes) to the device and back.
 //!
+//! The scoped atomics of `core::offload::atomic` (`ScopedAtomic`: device scope, and block scope
+//! on one slot per block) give the same results on the CPU device, where every scope is the
+//! system's: sums, maxima and minima, `compare_exchange` counters and a float sum, per-block
+//! counters, `fetch_or`/`and`/`xor`/`sub`, `swap`, and acquire-release `fetch_add`s.
+//!
 //! For `gfx90a,sm_90` the same kernels pass the vendor tools (`cargo offload` links each image
 //! with `ld.lld --no-undefined`, or `ptxas` and `nvlink`), and each GPU uses its atomic
 //! instructions: this test names them (and so the scope that each gets), as
-//! `src/doc/cargo-offload.md`'s "Atomics" says.
+//! `src/doc/cargo-offload.md`'s "Atomics" says, and on gfx90a also what a narrower scope
+//! removes (a `compare_exchange` loop, an L2 writeback).
 
 //@ only-x86_64
 //@ needs-offload
@@ -64,6 +70,22 @@ fn main() {
         ("stats_count", N),
         ("stats_sum", sum),
         ("cell", 42),
+        ("scoped_sum32", sum % (1 << 32)),
+        ("scoped_sum64", sum),
+        ("scoped_max32", max),
+        ("scoped_min64", max << 20),
+        ("scoped_cas32", N),
+        ("scoped_cas64", N),
+        ("scoped_float_sum", (0..N).map(|i| i % 8).sum()),
+        ("per_block", N),
+        ("per_block_cas", N),
+        ("scoped_or", x.iter().fold(0, |a, v| a | v)),
+        ("scoped_and", x.iter().fold(u64::from(u32::MAX), |a, v| a & v)),
+        ("scoped_xor", x.iter().fold(0, |a, v| a ^ v)),
+        ("scoped_sub", 0),
+        ("scoped_swap", 1),
+        ("release_device", N),
+        ("release_system", N),
     ];
     for (name, value) in expected {
         let (mismatches, got_value) =
@@ -116,27 +138,86 @@ fn main() {
     let isa = kernel_instructions(&llvm_tool("llvm-objdump"), &images.join("gfx90a.so"));
     // Each kernel's atomic instructions, as `src/doc/cargo-offload.md` ("Atomics") gives them:
     // on sm_90 read-modify-write operations take PTX's default scope (`.gpu`, CUDA's device
-    // scope) and `compare_exchange` system scope (`.sys`); on gfx90a every atomic is of system
-    // scope, and `fetch_max` becomes a `compare_exchange` loop.
-    let expected: [(&str, &[&str], &[&str]); 4] = [
-        (
-            "sum",
-            &["atom.global.add.u32", "atom.global.add.u64"],
-            &["global_atomic_add ", "global_atomic_add_x2 "],
-        ),
-        ("histogram", &["atom.global.add.u32"], &["global_atomic_add "]),
-        (
-            "max",
-            &["atom.global.max.u32", "atom.global.max.u64"],
-            &["global_atomic_cmpswap ", "global_atomic_cmpswap_x2 "],
-        ),
-        (
-            "cas_count",
-            &["atom.relaxed.sys.global.cas.b32", "atom.relaxed.sys.global.cas.b64"],
-            &["global_atomic_cmpswap ", "global_atomic_cmpswap_x2 "],
-        ),
+    // scope) whatever their scope, and `compare_exchange` its scope (`.sys` for Rust's own,
+    // `.gpu` for `Scope::Device`, `.cta` for `Scope::Block`). On gfx90a Rust's atomics are of
+    // system scope: `fetch_max` becomes a `compare_exchange` loop and an acquire-release
+    // ordering writes back L2 (`buffer_wbl2`); with `Scope::Device` `fetch_max`/`fetch_min` are
+    // one instruction and the ordering needs no L2 writeback.
+    struct Expected {
+        kernel: &'static str,
+        sm_90: &'static [&'static str],
+        gfx90a: &'static [&'static str],
+        not_gfx90a: &'static [&'static str],
+    }
+    let expected = [
+        Expected {
+            kernel: "sum",
+            sm_90: &["atom.global.add.u32", "atom.global.add.u64"],
+            gfx90a: &["global_atomic_add ", "global_atomic_add_x2 "],
+            not_gfx90a: &[],
+        },
+        Expected {
+            kernel: "histogram",
+            sm_90: &["atom.global.add.u32"],
+            gfx90a: &["global_atomic_add "],
+            not_gfx90a: &[],
+        },
+        Expected {
+            kernel: "max",
+            sm_90: &["atom.global.max.u32", "atom.global.max.u64"],
+            gfx90a: &["global_atomic_cmpswap ", "global_atomic_cmpswap_x2 "],
+            not_gfx90a: &["global_atomic_umax"],
+        },
+        Expected {
+            kernel: "cas_count",
+            sm_90: &["atom.relaxed.sys.global.cas.b32", "atom.relaxed.sys.global.cas.b64"],
+            gfx90a: &["global_atomic_cmpswap ", "global_atomic_cmpswap_x2 "],
+            not_gfx90a: &[],
+        },
+        Expected {
+            kernel: "scoped_sum",
+            sm_90: &["atom.global.add.u32", "atom.global.add.u64"],
+            gfx90a: &["global_atomic_add ", "global_atomic_add_x2 "],
+            not_gfx90a: &[],
+        },
+        Expected {
+            kernel: "scoped_max",
+            sm_90: &["atom.global.max.u32", "atom.global.min.s64"],
+            gfx90a: &["global_atomic_umax ", "global_atomic_smin_x2 "],
+            not_gfx90a: &["global_atomic_cmpswap"],
+        },
+        Expected {
+            kernel: "scoped_cas",
+            sm_90: &["atom.relaxed.gpu.global.cas.b32", "atom.relaxed.gpu.global.cas.b64"],
+            gfx90a: &["global_atomic_cmpswap ", "global_atomic_cmpswap_x2 "],
+            not_gfx90a: &[],
+        },
+        Expected {
+            kernel: "scoped_float_sum",
+            sm_90: &["atom.acq_rel.gpu.global.cas.b32"],
+            gfx90a: &["global_atomic_cmpswap "],
+            not_gfx90a: &["buffer_wbl2"],
+        },
+        Expected {
+            kernel: "per_block",
+            sm_90: &["atom.global.add.u32", "atom.relaxed.cta.global.cas.b64"],
+            gfx90a: &["global_atomic_add ", "global_atomic_cmpswap_x2 "],
+            not_gfx90a: &[],
+        },
+        Expected {
+            kernel: "release_device",
+            sm_90: &["atom.global.add.u32"],
+            gfx90a: &["global_atomic_add "],
+            not_gfx90a: &["buffer_wbl2"],
+        },
+        Expected {
+            kernel: "release_system",
+            sm_90: &["atom.global.add.u32"],
+            gfx90a: &["global_atomic_add ", "buffer_wbl2"],
+            not_gfx90a: &[],
+        },
     ];
-    for (name, sm_90, gfx90a) in expected {
+    for Expected { kernel: name, sm_90, gfx90a, not_gfx90a } in expected {
         let body = kernel(&ptx, name).join("\n");
         for instruction in sm_90 {
             assert!(body.contains(instruction), "sm_90 `{name}` has no `{instruction}`:\n{body}");
@@ -144,6 +225,9 @@ fn main() {
         let body = kernel(&isa, name).join("\n");
         for instruction in gfx90a {
             assert!(body.contains(instruction), "gfx90a `{name}` has no `{instruction}`:\n{body}");
+        }
+        for instruction in not_gfx90a {
+            assert!(!body.contains(instruction), "gfx90a `{name}` has `{instruction}`:\n{body}");
         }
     }
 }

@@ -37,6 +37,9 @@
 #[unstable(feature = "gpu_offload", issue = "none")]
 pub use crate::offload;
 
+#[unstable(feature = "gpu_offload", issue = "none")]
+pub mod atomic;
+
 // The device that the code runs on: one backend module per device, each with the same
 // functions (`thread_idx`, `block_idx`, `block_dim`, `grid_dim` of a dimension 0 to 2,
 // `sync_threads`, `dynamic_shared_memory`), of which this module's functions are the portable

@@ -8,10 +8,12 @@
 
 use core::cell::Cell;
 use core::offload::{PreloadMut, offload};
-use core::sync::atomic::{AtomicU32, AtomicU64};
+use core::sync::atomic::{AtomicI64, AtomicU32, AtomicU64};
 
 use kern::{
-    Stats, bump, cas_count, double, float_sum, histogram, histogram_mut, max, meet, stats, sum,
+    Stats, bump, cas_count, double, float_sum, histogram, histogram_mut, max, meet, per_block,
+    release_device, release_system, scoped_bits, scoped_cas, scoped_float_sum, scoped_max,
+    scoped_sum, stats, sum,
 };
 
 const N: usize = 1 << 20;
@@ -135,4 +137,86 @@ fn main() {
     let cell = Cell::new(40u32);
     offload! { kernel = bump, args = (2u32, &cell) };
     report("cell", u64::from(cell.get()), 42);
+
+    scoped(&x, &xf, want64, want_max, want_float);
+}
+
+/// The scoped atomics of `core::offload::atomic`, each result beside the host's.
+fn scoped(x: &[u32], xf: &[f32], want64: u64, want_max: u32, want_float: f32) {
+    let (total, total64) = (AtomicU32::new(0), AtomicU64::new(0));
+    offload! {
+        kernel = scoped_sum, workgroup_dim = GRID, thread_dim = [256, 1, 1],
+        args = (x, &total, &total64),
+    }
+    report("scoped_sum32", u64::from(total.into_inner()), want64 as u32 as u64);
+    report("scoped_sum64", total64.into_inner(), want64);
+
+    let (max32, min64) = (AtomicU32::new(0), AtomicI64::new(0));
+    offload! {
+        kernel = scoped_max, workgroup_dim = GRID, thread_dim = [256, 1, 1],
+        args = (x, &max32, &min64),
+    }
+    report("scoped_max32", u64::from(max32.into_inner()), u64::from(want_max));
+    let want_min = -(i64::from(want_max) << 20);
+    let min = min64.into_inner();
+    // The magnitude, which the test recomputes; the flag compares the signed values.
+    println!("scoped_min64: {} {}", u64::from(min != want_min), min.unsigned_abs());
+
+    let (counter, counter64) = (AtomicU32::new(0), AtomicU64::new(0));
+    offload! {
+        kernel = scoped_cas, workgroup_dim = GRID, thread_dim = [256, 1, 1],
+        args = (N, &counter, &counter64),
+    }
+    report("scoped_cas32", u64::from(counter.into_inner()), N as u64);
+    report("scoped_cas64", counter64.into_inner(), N as u64);
+
+    let total_bits = AtomicU32::new(0.0f32.to_bits());
+    offload! {
+        kernel = scoped_float_sum, workgroup_dim = GRID, thread_dim = [256, 1, 1],
+        args = (xf, &total_bits),
+    }
+    let float_total = f32::from_bits(total_bits.into_inner());
+    println!("scoped_float_sum: {} {}", u64::from(float_total != want_float), float_total as u64);
+
+    let blocks = GRID[0] as usize;
+    let counts: Vec<AtomicU32> = (0..blocks).map(|_| AtomicU32::new(0)).collect();
+    let cas_counts: Vec<AtomicU64> = (0..blocks).map(|_| AtomicU64::new(0)).collect();
+    offload! {
+        kernel = per_block, workgroup_dim = GRID, thread_dim = [256, 1, 1],
+        args = (&counts[..], &cas_counts[..]),
+    }
+    let counts: Vec<u64> = counts.into_iter().map(|c| u64::from(c.into_inner())).collect();
+    let cas_counts: Vec<u64> = cas_counts.into_iter().map(AtomicU64::into_inner).collect();
+    for (name, got) in [("per_block", counts), ("per_block_cas", cas_counts)] {
+        // Every block's slot counts its 256 work items; the value is their total.
+        let mismatches = got.iter().filter(|&&c| c != 256).count();
+        println!("{name}: {mismatches} {}", got.iter().sum::<u64>());
+    }
+
+    let ones = AtomicU32::new(0);
+    let all = AtomicU32::new(u32::MAX);
+    let parity = AtomicU32::new(0);
+    let rest = AtomicU64::new(want64);
+    let last = AtomicU32::new(0);
+    offload! {
+        kernel = scoped_bits, workgroup_dim = GRID, thread_dim = [256, 1, 1],
+        args = (x, &ones, &all, &parity, &rest, &last),
+    }
+    report("scoped_or", u64::from(ones.into_inner()), u64::from(x.iter().fold(0, |a, v| a | v)));
+    report("scoped_and", u64::from(all.into_inner()), u64::from(x.iter().fold(!0, |a, v| a & v)));
+    report("scoped_xor", u64::from(parity.into_inner()), u64::from(x.iter().fold(0, |a, v| a ^ v)));
+    report("scoped_sub", rest.into_inner(), 0);
+    // Some work item swapped last: any of 1..=N, printed as 1 when in range.
+    let last = last.into_inner();
+    println!("scoped_swap: {} 1", u64::from(!(1..=N as u32).contains(&last)));
+
+    let (device, system) = (AtomicU32::new(0), AtomicU32::new(0));
+    offload! {
+        kernel = release_device, workgroup_dim = GRID, thread_dim = [256, 1, 1], args = (&device,)
+    }
+    offload! {
+        kernel = release_system, workgroup_dim = GRID, thread_dim = [256, 1, 1], args = (&system,)
+    }
+    report("release_device", u64::from(device.into_inner()), N as u64);
+    report("release_system", u64::from(system.into_inner()), N as u64);
 }

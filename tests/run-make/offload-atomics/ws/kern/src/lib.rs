@@ -2,14 +2,20 @@
 //! `atomicAdd(&total, v)`: a sum, a histogram, maxima, counters made of `compare_exchange`
 //! loops, a float sum on an integer's bits, a struct of atomics, and a `Cell` written by one work
 //! item. Beside them a kernel that reads plain data behind `&` and writes nothing there.
+//!
+//! The `scoped_*`, `per_block` and `release_*` kernels do the same with the scoped atomics of
+//! `core::offload::atomic` (device scope, and block scope on one slot per block), and with the
+//! other operations of `ScopedAtomic` (`fetch_sub`, `fetch_and`, `fetch_or`, `fetch_xor`,
+//! `swap`, signed `fetch_min`).
 
 #![feature(gpu_offload)]
 #![no_std]
 
 use core::cell::Cell;
+use core::offload::atomic::{Scope, ScopedAtomic};
 use core::offload::{block_dim_x, block_idx_x, offload_kernel, thread_idx_x};
-use core::sync::atomic::Ordering::Relaxed;
-use core::sync::atomic::{AtomicU32, AtomicU64};
+use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
+use core::sync::atomic::{AtomicI64, AtomicU32, AtomicU64};
 
 /// The work item's index in a 1-D grid.
 fn global_x() -> usize {
@@ -143,4 +149,110 @@ pub fn meet(flags: &[AtomicU32], met: &AtomicU32) {
         }
         core::hint::spin_loop();
     }
+}
+
+/// [`sum`] with device-scope `fetch_add`s.
+#[offload_kernel]
+pub fn scoped_sum(x: &[u32], total: &AtomicU32, total64: &AtomicU64) {
+    let i = global_x();
+    if i < x.len() {
+        total.fetch_add_scoped(x[i], Relaxed, Scope::Device);
+        total64.fetch_add_scoped(u64::from(x[i]), Relaxed, Scope::Device);
+    }
+}
+
+/// The largest element of `x` (device-scope unsigned `fetch_max` on 32 bits), and the smallest
+/// of `-x[i] * 2^20` (signed `fetch_min` on 64 bits).
+#[offload_kernel]
+pub fn scoped_max(x: &[u32], max32: &AtomicU32, min64: &AtomicI64) {
+    let i = global_x();
+    if i < x.len() {
+        max32.fetch_max_scoped(x[i], Relaxed, Scope::Device);
+        min64.fetch_min_scoped(-(i64::from(x[i]) << 20), Relaxed, Scope::Device);
+    }
+}
+
+/// [`cas_count`] with device-scope `compare_exchange`s.
+#[offload_kernel]
+pub fn scoped_cas(n: usize, counter: &AtomicU32, counter64: &AtomicU64) {
+    if global_x() >= n {
+        return;
+    }
+    let mut seen = counter.load(Relaxed);
+    while let Err(now) =
+        counter.compare_exchange_scoped(seen, seen + 1, Relaxed, Relaxed, Scope::Device)
+    {
+        seen = now;
+    }
+    let mut seen = counter64.load(Relaxed);
+    while let Err(now) =
+        counter64.compare_exchange_scoped(seen, seen + 1, Relaxed, Relaxed, Scope::Device)
+    {
+        seen = now;
+    }
+}
+
+/// [`float_sum`] with a device-scope `compare_exchange` loop of acquire-release ordering.
+#[offload_kernel]
+pub fn scoped_float_sum(x: &[f32], total: &AtomicU32) {
+    let i = global_x();
+    if i >= x.len() {
+        return;
+    }
+    let mut seen = total.load(Relaxed);
+    loop {
+        let sum = (f32::from_bits(seen) + x[i]).to_bits();
+        match total.compare_exchange_scoped(seen, sum, AcqRel, Acquire, Scope::Device) {
+            Ok(_) => break,
+            Err(now) => seen = now,
+        }
+    }
+}
+
+/// Each work item counts itself in its block's slot, with block scope (only the block touches
+/// the slot): `counts[b]` with `fetch_add`, `cas_counts[b]` with a `compare_exchange` loop.
+#[offload_kernel]
+pub fn per_block(counts: &[AtomicU32], cas_counts: &[AtomicU64]) {
+    let b = block_idx_x() as usize;
+    counts[b].fetch_add_scoped(1, Relaxed, Scope::Block);
+    let mut seen = cas_counts[b].load(Relaxed);
+    while let Err(now) =
+        cas_counts[b].compare_exchange_scoped(seen, seen + 1, Relaxed, Relaxed, Scope::Block)
+    {
+        seen = now;
+    }
+}
+
+/// The other operations, device scope: `ones` ends as the OR of every `x[i]`, `all` (all bits
+/// set before) as their AND, `parity` as their XOR, `rest` (their sum before) at 0, and
+/// `last` holds the `i + 1` of the last work item that swapped it.
+#[offload_kernel]
+pub fn scoped_bits(
+    x: &[u32],
+    ones: &AtomicU32,
+    all: &AtomicU32,
+    parity: &AtomicU32,
+    rest: &AtomicU64,
+    last: &AtomicU32,
+) {
+    let i = global_x();
+    if i < x.len() {
+        ones.fetch_or_scoped(x[i], Relaxed, Scope::Device);
+        all.fetch_and_scoped(x[i], Relaxed, Scope::Device);
+        parity.fetch_xor_scoped(x[i], Relaxed, Scope::Device);
+        rest.fetch_sub_scoped(u64::from(x[i]), Relaxed, Scope::Device);
+        last.swap_scoped(i as u32 + 1, Relaxed, Scope::Device);
+    }
+}
+
+/// Every work item adds 1 with acquire-release ordering and device scope.
+#[offload_kernel]
+pub fn release_device(counter: &AtomicU32) {
+    counter.fetch_add_scoped(1, AcqRel, Scope::Device);
+}
+
+/// Every work item adds 1 with acquire-release ordering and system scope (Rust's `fetch_add`).
+#[offload_kernel]
+pub fn release_system(counter: &AtomicU32) {
+    counter.fetch_add(1, AcqRel);
 }
