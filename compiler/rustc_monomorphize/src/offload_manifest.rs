@@ -63,7 +63,7 @@
 //! ```json
 //! {
 //!   "magic": "rustc-offload-manifest",
-//!   "format_version": 4,
+//!   "format_version": 5,
 //!   "rustc_commit": "<commit hash of the compiler that wrote it>",
 //!   "crate": "<name of the crate of the host metadata pass>",
 //!   "crate_graph": ["<names of every crate of its graph, sorted>"],
@@ -89,7 +89,10 @@
 //! `extern` block and the GPU build defines `#[no_mangle]`, has `link_name` (its symbol) in
 //! place of `item` and `args`, and `kernel` is `extern <link name>`; the device pass roots the
 //! `#[rustc_offload_kernel]` definition of that symbol in its crate graph. Format 1 had no
-//! such entries. `params` holds the size and ABI alignment in bytes of each of the kernel's
+//! such entries. Such an entry also has `defined_in`: the names of the crates of the graph
+//! whose host build removed an item of that name by `cfg` (the compiler's
+//! `stripped_cfg_items`), where build tools find the definition; the device pass does not read
+//! it (format 4 had no `defined_in`). `params` holds the size and ABI alignment in bytes of each of the kernel's
 //! parameters as the host laid it out; the device pass refuses a kernel whose parameters it
 //! lays out otherwise (format 2 had no `params`). An item (the kernel's, or an ADT's in `args`)
 //! names its crate by name and source fingerprint (`crate_source`, see
@@ -168,12 +171,15 @@ struct LaunchRecord {
     params: Vec<(u64, u64)>,
     /// The kernel's definition fingerprint (`kernel_definition`).
     definition: String,
+    /// For a kernel named by its link name, the crates whose host build removed an item of that
+    /// name by `cfg`: those whose device build defines it (see `host::crates_stripping`).
+    defined_in: BTreeSet<String>,
 }
 
 /// First field of every manifest.
 pub(crate) const MAGIC: &str = "rustc-offload-manifest";
 /// Version of the format described in the module documentation.
-pub(crate) const FORMAT_VERSION: u64 = 4;
+pub(crate) const FORMAT_VERSION: u64 = 5;
 
 /// The identity of this compiler build, as manifests record it (`rustc_commit`):
 /// `<upstream commit>+fork.<fingerprint>`. The commit is bootstrap's (`CFG_VER_HASH`); the

@@ -8,10 +8,13 @@
 //!   launcher calls, as the offload authors' ports are built;
 //! - `bin195`, the rustc-dev-guide's 1.95 form as one program: `extern "C"` declarations on
 //!   the host, `extern "gpu-kernel"` definitions on the GPU, `cfg`'d by `target_os`, and a
-//!   launch that passes `*const` for a kernel's `&`.
+//!   launch that passes `*const` for a kernel's `&`;
+//! - `perf195`, the offload authors' RAJAPerf ports in that form: a `cdylib` with its
+//!   `extern "gpu-kernel"` kernels in submodules, `cfg`'d by `offload_device`, which the
+//!   compiler finds (the root file names none) and the CPU device runs as the C ABI.
 //!
 //! Each program builds for `gfx90a` and `sm_90` (the vendor tools accept every image: `ld.lld
-//! --no-undefined`, `ptxas` + `nvlink`) and, but for the 1.95 form (its `target_os` cfgs pick
+//! --no-undefined`, `ptxas` + `nvlink`) and, but for `bin195` (its `target_os` cfgs pick
 //! the host's declarations on the CPU device), runs on the CPU device, its results checked
 //! against values computed here. Switching the feature back and forth gives each selection's
 //! image (on the CPU device, where cargo finds the program's earlier build fresh, and on the
@@ -136,6 +139,24 @@ fn cdylib_shape(ws: &Path) {
     gpu_images(ws, &["--release", "-p", "cdyl"], &["scale_rows", "total"]);
 }
 
+/// The RAJAPerf ports' shape in the 1.95 style (`perf195`): a `cdylib` with `extern
+/// "gpu-kernel"` kernels in submodules, whose root file names no kernel. The CPU device runs its
+/// kernels (the launcher calls its `main`), and each GPU image holds the two launched kernels,
+/// not the unlaunched one.
+fn ports_195(ws: &Path) {
+    cargo_offload(ws, &["build", "-r", "--offload-arch=host", "-p", "perf195"]);
+    let library = ws.join("target/offload/host/x86_64-unknown-linux-gnu/release/libperf195.so");
+    let launcher = cwd().join("launcher195");
+    cmd("cc").arg(ws.join("cdyl/launcher.c")).arg("-o").arg(&launcher).run();
+    let run = cmd(&launcher).arg(&library).env_remove("LD_LIBRARY_PATH").run();
+    let stdout = run.stdout_utf8();
+    let y: Vec<f64> = (0..100).map(|i| 1.0 + 3.0 * i as f64).collect();
+    assert_values(&values(&stdout, "axpy"), &y, "perf195_axpy");
+    let dot: f64 = y.iter().enumerate().map(|(i, v)| i as f64 * v).sum();
+    assert_values(&values(&stdout, "dot"), &[dot], "perf195_dot");
+    gpu_images(ws, &["--release", "-p", "perf195"], &["perf195_axpy", "perf195_dot"]);
+}
+
 /// The 1.95 form in one program: GPU images of the launched kernels only; without a GPU, the
 /// program stops at its first launch, naming the kernel.
 fn form_195(ws: &Path) {
@@ -154,6 +175,7 @@ fn main() {
     copy_dir(&source_root().join("tests/run-make/offload-cargo-shapes/ws"), &ws);
     program_shapes(&ws);
     cdylib_shape(&ws);
+    ports_195(&ws);
     form_195(&ws);
     // Every program of the workspace at once: two of them define kernels, and each builds its
     // own image.

@@ -1,7 +1,8 @@
 //! Kernels in the 1.95 style (host `extern "C"` declarations, GPU `#[no_mangle]
 //! #[rustc_offload_kernel] extern "gpu-kernel"` definitions) through the manifest pipeline,
 //! unchanged, as a `cdylib` with fat LTO: the host metadata pass records each launch by its
-//! link name (launches from trait methods and from plain functions); the device pass roots
+//! link name (launches from trait methods and from plain functions), with the crate whose host
+//! build removed the definition by `cfg` (`defined_in`); the device pass roots
 //! exactly the definitions of those names (the unlaunched one stays out), and the image passes
 //! the GPU vendors' tools with exactly those kernels. The host pass accepts the image, and only
 //! warns when an image lacks a declared kernel it launches. The base pipeline (bare
@@ -80,6 +81,8 @@ fn main() {
     for entry in entries {
         assert_eq!(entry["symbol"], entry["link_name"]);
         assert_eq!(entry["launched_by"], serde_json::json!(["suite"]));
+        // The host build removed the `cfg`'d definitions: `suite` is where they are.
+        assert_eq!(entry["defined_in"], serde_json::json!(["suite"]));
     }
     let symbols = manifest_symbols(&json);
     let launched: BTreeSet<String> = LAUNCHED.iter().map(|s| s.to_string()).collect();

@@ -69,7 +69,7 @@ fn main() {
     );
 
     // B3: another format version, another compiler.
-    rfs::write("v1.json", good.replace("\"format_version\": 4", "\"format_version\": 1"));
+    rfs::write("v1.json", good.replace("\"format_version\": 5", "\"format_version\": 1"));
     refused(
         &mut device("kernel.rs", "v1.json"),
         "was written by another compiler or format (format 1",

@@ -50,7 +50,7 @@ fn main() {
     let text = rfs::read_to_string(&manifest);
     let json: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(json["magic"], "rustc-offload-manifest");
-    assert_eq!(json["format_version"], 4);
+    assert_eq!(json["format_version"], 5);
     // The compiler's identity: the upstream commit and the fingerprint of the fork's sources.
     let identity = json["rustc_commit"].as_str().unwrap();
     let (commit, fork) = identity.split_once("+fork.").expect("no fork fingerprint");

@@ -152,6 +152,7 @@ pub(super) fn manifest_json(
             LaunchKey::LinkName(name) => json!({
                 "kernel": text,
                 "link_name": name,
+                "defined_in": record.defined_in,
                 "symbol": record.symbol,
                 "params": layouts_json(&record.params),
                 "launched_by": record.launched_by,

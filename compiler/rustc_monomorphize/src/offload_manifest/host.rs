@@ -119,11 +119,31 @@ fn graph_launches(tcx: TyCtxt<'_>) -> BTreeMap<LaunchKey, LaunchRecord> {
                     })
                     .unwrap_or_default(),
                 definition: kernel_definition(tcx, kernel.def_id()),
+                defined_in: BTreeSet::new(),
             });
             record.launched_by.insert(launcher.clone());
         }
     }
+    for (key, record) in &mut kernels {
+        if let LaunchKey::LinkName(name) = key {
+            record.defined_in = crates_stripping(tcx, name);
+        }
+    }
     kernels
+}
+
+/// The crates of this graph whose host build removed, by `cfg`, an item named `name`
+/// (`stripped_cfg_items`, which crate metadata carries): for a kernel in the 1.95 style, the
+/// crates whose device build defines it. Items inside a module that `cfg` removed whole are not
+/// recorded, and a name can also be a `#[no_mangle]` function's that is not the kernel's.
+fn crates_stripping(tcx: TyCtxt<'_>, name: &str) -> BTreeSet<String> {
+    std::iter::once(LOCAL_CRATE)
+        .chain(tcx.crates(()).iter().copied())
+        .filter(|&cnum| {
+            tcx.stripped_cfg_items(cnum).iter().any(|item| item.ident.name.as_str() == name)
+        })
+        .map(|cnum| tcx.crate_name(cnum).to_string())
+        .collect()
 }
 
 /// Reports kernels that the device image could not tell apart: two crates of one name with

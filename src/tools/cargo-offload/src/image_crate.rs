@@ -263,12 +263,12 @@ fn write_image_crate<'a>(
 /// The crates that define `kernel`, an entry of `manifest`: libraries of the workspace or of its
 /// dependencies (which the image crate depends on) or programs ([`Workspace::programs`], which
 /// build the image themselves). That is the crate that defines it; for a kernel declared in an
-/// `extern` block (the 1.95 style, named by its link name), the libraries that launch it, whose
-/// GPU build defines it; if only programs launch it, those programs whose root file names
-/// `rustc_offload_kernel` (1.95 style code defines its kernels beside their launches) and every
-/// library of the crate graph that is in the workspace or a path dependency, one of which must
-/// define it (the device pass names a link name that none defines). A kernel of a crate name
-/// that two dependencies build ([`Workspace::ambiguous`]) is an error that names them.
+/// `extern` block (the 1.95 style, named by its link name), the crates of the workspace and its
+/// dependencies that the compiler saw remove an item of that name by `cfg` in their host build
+/// (the entry's `defined_in`), else the libraries that launch it, else every library of the
+/// crate graph that is in the workspace or a path dependency, one of which must define it (the
+/// device pass names a link name that none defines). A kernel of a crate name that two
+/// dependencies build ([`Workspace::ambiguous`]) is an error that names them.
 fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result<Vec<String>> {
     let text = &kernel.kernel;
     if let Some(krate) = kernel.defining_crate() {
@@ -293,32 +293,31 @@ fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result
         }
         return Ok(vec![krate.to_string()]);
     }
+    let known = |c: &&String| ws.libraries.contains_key(*c) || ws.programs.contains_key(*c);
+    let defined_in: Vec<String> =
+        kernel.defined_in.iter().flatten().filter(known).cloned().collect();
+    if !defined_in.is_empty() {
+        return Ok(defined_in);
+    }
     let launchers = &kernel.launched_by;
     let libraries: Vec<String> =
         launchers.iter().filter(|c| ws.libraries.contains_key(*c)).cloned().collect();
     if !libraries.is_empty() {
         return Ok(libraries);
     }
-    let mut crates: Vec<String> = launchers
-        .iter()
-        .filter(|c| {
-            ws.programs.get(*c).is_some_and(|p| {
-                fs::read_to_string(&p.root).is_ok_and(|s| s.contains("rustc_offload_kernel"))
-            })
-        })
-        .cloned()
-        .collect();
     // Registry and git crates are left out: most of those in a graph are `std` crates that no
     // kernel needs (`libc`, say), which would not build for a GPU.
     let nearby = |c: &&String| {
         ws.libraries.get(*c).is_some_and(|l| matches!(l.source, LibrarySource::Path(_)))
     };
-    crates.extend(manifest.crate_graph.iter().filter(nearby).cloned());
+    let crates: Vec<String> = manifest.crate_graph.iter().filter(nearby).cloned().collect();
     if crates.is_empty() {
         return fail(format!(
             "kernel `{text}` is declared in an `extern` block (the 1.95 style) and no crate of \
-             this workspace ({}) can define it: the `#[no_mangle]` definition of `{text}` must be \
-             in a library of its crate graph or in the root file of the program that launches it",
+             this workspace ({}) defines it: the compiler finds the `#[no_mangle]` definition \
+             of `{text}` in a crate whose host build removes that function by `cfg` (for \
+             example `#[cfg(offload_device)]` on the function, not on a module around it), or \
+             in a library of the crate graph",
             ws.root.display()
         ));
     }
@@ -399,6 +398,7 @@ mod tests {
             args: item.as_ref().map(|_| Vec::new()),
             definition: item.as_ref().map(|_| "fedcba9876543210".to_string()),
             link_name: if item.is_none() { Some(text.to_string()) } else { None },
+            defined_in: None,
             item,
             symbol: text.to_string(),
             params: Vec::new(),
@@ -406,13 +406,12 @@ mod tests {
         }
     }
 
-    /// A workspace with `libraries` and the programs `app` (a `bin` whose root file is
-    /// `app_root`) and `guide` (a `cdylib` that defines 1.95-style kernels, root `guide_root`).
-    fn workspace(libraries: &[&str], app_root: &Path, guide_root: &Path) -> Workspace {
-        let program = |selector: &[&str], root: &Path| Program {
+    /// A workspace with `libraries` and the programs `app` (a `bin`) and `guide` (a `cdylib`
+    /// that defines 1.95-style kernels).
+    fn workspace(libraries: &[&str]) -> Workspace {
+        let program = |selector: &[&str]| Program {
             package: "app".to_string(),
             selector: selector.iter().map(|s| s.to_string()).collect(),
-            root: root.to_path_buf(),
             dependencies: vec!["dev_only".to_string()],
         };
         Workspace {
@@ -430,8 +429,8 @@ mod tests {
             ambiguous: BTreeMap::new(),
             linking_packages: BTreeSet::new(),
             programs: BTreeMap::from([
-                ("app".to_string(), program(&["--bin", "app"], app_root)),
-                ("guide".to_string(), program(&["--lib"], guide_root)),
+                ("app".to_string(), program(&["--bin", "app"])),
+                ("guide".to_string(), program(&["--lib"])),
             ]),
         }
     }
@@ -470,20 +469,17 @@ mod tests {
         ws
     }
 
-    /// A fresh folder for one test, with the root files of [`workspace`]'s two programs.
-    fn scratch(test: &str) -> (PathBuf, PathBuf, PathBuf) {
+    /// A fresh folder for one test.
+    fn scratch(test: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("cargo-offload-{test}-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        let (app, guide) = (dir.join("main.rs"), dir.join("guide.rs"));
-        fs::write(&app, "fn main() { k195::scale() }").unwrap();
-        fs::write(&guide, "#[rustc_offload_kernel] extern \"gpu-kernel\" fn g() {}").unwrap();
-        (dir, app, guide)
+        dir
     }
 
     #[test]
     fn kernels_pick_the_crates_that_define_them() {
-        let (dir, app, guide) = scratch("kernel-crates");
-        let ws = workspace(&["kern", "k195", "host_only"], &app, &guide);
+        let dir = scratch("kernel-crates");
+        let ws = workspace(&["kern", "k195", "host_only"]);
         let manifest = manifest_of("app", &["app", "k195", "host_only", "core"], Vec::new());
         let defined = kernel("kern::k", Some("kern"), &[]);
         assert_eq!(kernel_crates(&ws, &manifest, &defined).ok(), Some(vec!["kern".to_string()]));
@@ -495,7 +491,7 @@ mod tests {
         };
         assert!(message.contains("`dep`, which is neither a crate of this workspace"), "{message}");
         // A path dependency outside the workspace defines kernels like a workspace library.
-        let ws_deps = with_dependencies(workspace(&["kern", "k195", "host_only"], &app, &guide));
+        let ws_deps = with_dependencies(workspace(&["kern", "k195", "host_only"]));
         assert_eq!(
             kernel_crates(&ws_deps, &manifest, &outside).ok(),
             Some(vec!["dep".to_string()])
@@ -527,8 +523,9 @@ mod tests {
             panic!("a kernel of an unknown crate accepted")
         };
         assert!(message.contains("`far`, which is neither a crate of this workspace"), "{message}");
-        // 1.95 style: the launching libraries, else the launching programs whose root file
-        // defines kernels and the workspace libraries of the graph (not a registry crate).
+        // 1.95 style: the crates where the compiler saw the definition removed by `cfg`, else
+        // the launching libraries, else the workspace libraries of the graph (not a registry
+        // crate).
         let by_lib = kernel("k195_scale", None, &["k195", "app"]);
         assert_eq!(kernel_crates(&ws, &manifest, &by_lib).ok(), Some(vec!["k195".to_string()]));
         let by_program = kernel("k195_scale", None, &["app"]);
@@ -541,20 +538,28 @@ mod tests {
             kernel_crates(&ws_deps, &with_reg, &by_program).ok(),
             Some(vec!["k195".to_string()])
         );
-        let by_guide = kernel("g", None, &["guide"]);
+        let mut by_guide = kernel("g", None, &["guide"]);
         let alone = manifest_of("guide", &["guide", "core"], Vec::new());
-        assert_eq!(kernel_crates(&ws, &alone, &by_guide).ok(), Some(vec!["guide".to_string()]));
-        let Err(Failure(message, 1)) = kernel_crates(&ws, &alone, &by_program) else {
+        // Without `defined_in` nothing says that the program defines `g`: not its source text.
+        let Err(Failure(message, 1)) = kernel_crates(&ws, &alone, &by_guide) else {
             panic!("a 1.95-style kernel without a defining crate accepted")
         };
-        assert!(message.contains("no crate of this workspace"), "{message}");
+        assert!(message.contains("no crate of this workspace") && message.contains("`cfg`"));
+        by_guide.defined_in = Some(strings(&["guide", "libc"]));
+        assert_eq!(kernel_crates(&ws, &alone, &by_guide).ok(), Some(vec!["guide".to_string()]));
+        let mut in_lib = kernel("k195_scale", None, &["app"]);
+        in_lib.defined_in = Some(strings(&["host_only"]));
+        assert_eq!(
+            kernel_crates(&ws, &manifest, &in_lib).ok(),
+            Some(vec!["host_only".to_string()])
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_program_that_defines_kernels_builds_the_image() {
-        let (dir, app, guide) = scratch("builder");
-        let ws = workspace(&["kern"], &app, &guide);
+        let dir = scratch("builder");
+        let ws = workspace(&["kern"]);
         let root = |krate: &str, graph: &[&str]| {
             let path = dir.join(format!("{krate}-root.json"));
             let m = manifest_of(krate, graph, Vec::new());
@@ -575,7 +580,7 @@ mod tests {
         assert!(fs::read_to_string(image.join("lib.rs")).unwrap().contains("extern crate kern;"));
         // A path dependency's kernel: the image crate depends on it by its folder, with the
         // features of the host build.
-        let ws_deps = with_dependencies(workspace(&["kern"], &app, &guide));
+        let ws_deps = with_dependencies(workspace(&["kern"]));
         let dep_features = BTreeMap::from([("dep".to_string(), BTreeSet::from(["f".to_string()]))]);
         let manifest = manifest_of(IMAGE_CRATE, &[], vec![kernel("dep", "app")]);
         let Ok(ImageBuilder::ImageCrate(image)) =
@@ -609,7 +614,7 @@ mod tests {
         );
         // A program's kernel and a library kernel of its graph: the program, under its name; a
         // kernel that only a library outside its graph launches is not the program's.
-        let ws_far = workspace(&["kern", "far", "dev_only"], &app, &guide);
+        let ws_far = workspace(&["kern", "far", "dev_only"]);
         let kernels = vec![
             kernel("app", "app"),
             kernel("kern", "kern"),
@@ -640,8 +645,8 @@ mod tests {
 
     #[test]
     fn libraries_keep_the_features_the_host_build_resolved() {
-        let (dir, app, guide) = scratch("features");
-        let ws = workspace(&["k195", "kern"], &app, &guide);
+        let dir = scratch("features");
+        let ws = workspace(&["k195", "kern"]);
         let host = "x86_64-unknown-linux-gnu";
         let artifact = |id: &str, name: &str, kind: &str, dir: &str, features: &[&str]| {
             let target = json!({"name": name, "kind": [kind]});

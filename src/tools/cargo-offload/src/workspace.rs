@@ -131,8 +131,6 @@ pub(crate) struct Program {
     pub(crate) package: String,
     /// Cargo's arguments that select the target: `--bin NAME`, `--example NAME` or `--lib`.
     pub(crate) selector: Vec<String>,
-    /// The crate's root file (`src_path`).
-    pub(crate) root: PathBuf,
     /// The crate names of the package's library and dependencies (normal and dev; a renamed
     /// one by its new name): its device pass compiles them, also those that its host code never
     /// names.
@@ -187,10 +185,9 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
                 };
                 libraries.insert(krate.clone(), library);
             } else if let Some(selector) = program_selector(&kinds, &name) {
-                let root = PathBuf::from(text(target, "src_path"));
                 let dependencies = dependencies.clone();
                 let package = text(package, "name");
-                programs.insert(krate, Program { package, selector, root, dependencies });
+                programs.insert(krate, Program { package, selector, dependencies });
             }
             if kinds
                 .iter()

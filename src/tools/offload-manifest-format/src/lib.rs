@@ -32,7 +32,7 @@ pub const MAGIC: &str = "rustc-offload-manifest";
 /// The format version that these types describe and that [`read`] accepts (`format_version`).
 /// It must equal `FORMAT_VERSION` in `compiler/rustc_monomorphize/src/offload_manifest.rs`: the
 /// compiler refuses any other, and so do the tools.
-pub const FORMAT_VERSION: u64 = 4;
+pub const FORMAT_VERSION: u64 = 5;
 
 /// The keys of the manifest's JSON objects, for code that works on the JSON tree (the types
 /// below name the same keys in their `serde` attributes).
@@ -57,6 +57,9 @@ pub mod keys {
     pub const ARGS: &str = "args";
     /// Kernel entry of a kernel declared in an `extern` block: its link name.
     pub const LINK_NAME: &str = "link_name";
+    /// Kernel entry of a kernel declared in an `extern` block: the crates whose host build
+    /// removed an item of its link name by `cfg`.
+    pub const DEFINED_IN: &str = "defined_in";
     /// Kernel entry: the symbol that the device image gives the kernel.
     pub const SYMBOL: &str = "symbol";
     /// Kernel entry: the fingerprint of the kernel's definition.
@@ -86,7 +89,7 @@ pub const GENERIC_ARG_TAGS: [&str; 12] = [
 /// A manifest of format [`FORMAT_VERSION`]:
 ///
 /// ```json
-/// {"magic": "rustc-offload-manifest", "format_version": 4, "rustc_commit": "<compiler>",
+/// {"magic": "rustc-offload-manifest", "format_version": 5, "rustc_commit": "<compiler>",
 ///  "crate": "<crate>", "crate_graph": ["<crate names, sorted>"], "kernels": [<Kernel>]}
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,6 +138,11 @@ pub struct Kernel {
     /// The link name of a kernel declared in an `extern` block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_name: Option<String>,
+    /// For a kernel declared in an `extern` block, the names of the crates of the graph whose
+    /// host build removed an item of its link name by `cfg` (sorted): where the kernel's device
+    /// definition is, unless a whole module around it was removed (then it is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defined_in: Option<Vec<String>>,
     /// The kernel's symbol in the device image, which the device pass recomputes and checks.
     pub symbol: String,
     /// The fingerprint of the kernel's definition (which item in which file content).
@@ -533,7 +541,11 @@ pub fn merge(paths: &[impl AsRef<Path>], krate: &str) -> Result<Manifest, Error>
                     entry.insert(kernel);
                 }
                 Entry::Occupied(mut entry) => {
-                    entry.get_mut().launched_by.extend(kernel.launched_by);
+                    let merged = entry.get_mut();
+                    merged.launched_by.extend(kernel.launched_by);
+                    if let Some(crates) = kernel.defined_in {
+                        merged.defined_in.get_or_insert_default().extend(crates);
+                    }
                 }
             }
         }
@@ -543,6 +555,10 @@ pub fn merge(paths: &[impl AsRef<Path>], krate: &str) -> Result<Manifest, Error>
         .map(|mut kernel| {
             kernel.launched_by.sort();
             kernel.launched_by.dedup();
+            if let Some(crates) = &mut kernel.defined_in {
+                crates.sort();
+                crates.dedup();
+            }
             kernel
         })
         .collect();

@@ -40,6 +40,7 @@ fn compiler_written() -> Value {
     let declared = json!({
         "kernel": "extern k195_scale",
         "link_name": "k195_scale",
+        "defined_in": ["app"],
         "symbol": "k195_scale",
         "params": [],
         "launched_by": ["app"],
@@ -68,6 +69,7 @@ fn a_compiler_written_manifest_round_trips() {
     assert_eq!(identity.params[1], ParamLayout { size: 4, align: 4 });
     assert_eq!(declared.defining_crate(), None);
     assert_eq!(declared.link_name.as_deref(), Some("k195_scale"));
+    assert_eq!(declared.defined_in.as_deref(), Some(&["app".to_string()][..]));
 }
 
 #[test]
@@ -75,7 +77,7 @@ fn the_compiler_documentations_example_round_trips() {
     // The example of the module documentation of `rustc_monomorphize::offload_manifest`.
     let text = r#"{
       "magic": "rustc-offload-manifest",
-      "format_version": 4,
+      "format_version": 5,
       "rustc_commit": "<commit hash of the compiler that wrote it>",
       "crate": "<name of the crate of the host metadata pass>",
       "crate_graph": ["<names of every crate of its graph, sorted>"],
@@ -217,6 +219,17 @@ fn merge_is_the_union_under_the_given_crate() {
     let merged = merge(&[c, d], "image").unwrap();
     assert_eq!(merged.kernels.len(), 1);
     assert_eq!(merged.kernels[0].launched_by, ["x", "y"]);
+    // A declared kernel: the crates that define it, joined.
+    let declared = |by: &str, defined_in: &[&str]| {
+        json!([{
+            "kernel": "extern k195", "link_name": "k195", "defined_in": defined_in,
+            "symbol": "k195", "params": [], "launched_by": [by],
+        }])
+    };
+    let e = write("e.json", "x", "c", declared("x", &["x"]));
+    let f = write("f.json", "y", "c", declared("y", &["w", "x"]));
+    let merged = merge(&[e, f], "image").unwrap();
+    assert_eq!(merged.kernels[0].defined_in.as_deref(), Some(&["w".into(), "x".into()][..]));
     // Another compiler's manifest: an error that names it.
     let other = write("other.json", "app", "d", json!([]));
     let error = merge(&[&a, &other], "image").unwrap_err();
@@ -262,7 +275,7 @@ fn errors_name_the_file_and_what_is_wrong() {
     let old = write("old.json", &header.to_string());
     expect(
         &old,
-        "format 2, but this tool reads format 4",
+        "format 2, but this tool reads format 5",
         |k| matches!(k, ErrorKind::OtherFormat(found) if found == "2"),
     );
     header.as_object_mut().unwrap().remove("format_version");

@@ -5,7 +5,7 @@
 //! Output: a header line, then one line per kernel instance:
 //!
 //! ```text
-//! manifest of crate `demo` (format 4, rustc 59807616e1fa...), 2 kernels
+//! manifest of crate `demo` (format 5, rustc 59807616e1fa...), 2 kernels
 //! demo::scale::<f32>  symbol=_offload_kernel_scale_0123456789abcdef  launched-by=demo
 //! ```
 //!
@@ -16,7 +16,7 @@
 //! `offload_manifest_format::read_exact`: exit status 1, naming the file and the first place,
 //! when a manifest holds what the tools' types would not keep (the run-make tests run it on the
 //! manifests the compiler writes). It prints one line per file:
-//! `PATH: format 4, 2 kernels, read and written again unchanged`.
+//! `PATH: format 5, 2 kernels, read and written again unchanged`.
 //!
 //! `offload-manifest fuzz ...` runs mutated manifests through the device pass (see [`fuzz`]).
 
@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn prints_one_line_per_kernel() {
-        let text = r#"{"crate":"demo","crate_graph":["core","demo"],"format_version":4,
+        let text = r#"{"crate":"demo","crate_graph":["core","demo"],"format_version":5,
             "kernels":[{"args":[["num","f32"]],"definition":"fedcba9876543210",
             "item":{"crate":"demo","crate_source":"0123456789abcdef",
                 "path":[["ValueNs","scale",0]]},
@@ -120,7 +120,7 @@ mod tests {
             "magic":"rustc-offload-manifest","rustc_commit":"abc"}"#;
         assert_eq!(
             render(&parse(text.as_bytes(), "demo.json").unwrap()),
-            "manifest of crate `demo` (format 4, rustc abc), 1 kernel\n\
+            "manifest of crate `demo` (format 5, rustc abc), 1 kernel\n\
              demo::scale::<f32>  symbol=_offload_kernel_scale_00  launched-by=demo\n"
         );
     }

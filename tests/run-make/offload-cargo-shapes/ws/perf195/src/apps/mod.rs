@@ -1,0 +1,4 @@
+//! One module per kernel, as the ports keep them.
+
+pub(crate) mod axpy;
+pub(crate) mod dot;
