@@ -126,6 +126,7 @@ fn the_keys_are_those_the_types_write() {
         keys::ITEM,
         keys::ARGS,
         keys::LINK_NAME,
+        keys::DEFINED_IN,
         keys::SYMBOL,
         keys::DEFINITION,
         keys::PARAMS,
