@@ -120,14 +120,22 @@ fn program_shapes(ws: &Path) {
     gpu_images(ws, &["--release", "-p", "binkern", "--example", "negate"], &["negate"]);
 }
 
+/// Builds the `cdylib` package `package` for the CPU device and runs its `main` through the C
+/// launcher (`cdyl/launcher.c`); returns what it printed.
+fn run_cdylib(ws: &Path, package: &str) -> String {
+    cargo_offload(ws, &["build", "-r", "--offload-arch=host", "-p", package]);
+    let library =
+        ws.join(format!("target/offload/host/x86_64-unknown-linux-gnu/release/lib{package}.so"));
+    let launcher = cwd().join("launcher");
+    if !launcher.is_file() {
+        cmd("cc").arg(ws.join("cdyl/launcher.c")).arg("-o").arg(&launcher).run();
+    }
+    cmd(&launcher).arg(&library).env_remove("LD_LIBRARY_PATH").run().stdout_utf8()
+}
+
 /// The `cdylib` shape: the launcher runs the library's `main` on the CPU device.
 fn cdylib_shape(ws: &Path) {
-    cargo_offload(ws, &["build", "-r", "--offload-arch=host", "-p", "cdyl"]);
-    let library = ws.join("target/offload/host/x86_64-unknown-linux-gnu/release/libcdyl.so");
-    let launcher = cwd().join("launcher");
-    cmd("cc").arg(ws.join("cdyl/launcher.c")).arg("-o").arg(&launcher).run();
-    let run = cmd(&launcher).arg(&library).env_remove("LD_LIBRARY_PATH").run();
-    let stdout = run.stdout_utf8();
+    let stdout = run_cdylib(ws, "cdyl");
     let (w, h) = (16, 8);
     let out: Vec<f64> =
         (0..h).flat_map(|y| (0..w).map(move |x| ((x + y) * 10 + y) as f64)).collect();
@@ -144,12 +152,7 @@ fn cdylib_shape(ws: &Path) {
 /// kernels (the launcher calls its `main`), and each GPU image holds the two launched kernels,
 /// not the unlaunched one.
 fn ports_195(ws: &Path) {
-    cargo_offload(ws, &["build", "-r", "--offload-arch=host", "-p", "perf195"]);
-    let library = ws.join("target/offload/host/x86_64-unknown-linux-gnu/release/libperf195.so");
-    let launcher = cwd().join("launcher195");
-    cmd("cc").arg(ws.join("cdyl/launcher.c")).arg("-o").arg(&launcher).run();
-    let run = cmd(&launcher).arg(&library).env_remove("LD_LIBRARY_PATH").run();
-    let stdout = run.stdout_utf8();
+    let stdout = run_cdylib(ws, "perf195");
     let y: Vec<f64> = (0..100).map(|i| 1.0 + 3.0 * i as f64).collect();
     assert_values(&values(&stdout, "axpy"), &y, "perf195_axpy");
     let dot: f64 = y.iter().enumerate().map(|(i, v)| i as f64 * v).sum();
