@@ -162,14 +162,6 @@ pub(crate) fn panic_handler_declaration<'tcx>(
     })
 }
 
-/// Whether `core`'s panics reach a handler that the crate graph lacks, which the codegen
-/// backend then defines (a trap on the GPUs; on the CPU device a call of `core`'s
-/// `__rust_offload_cpu_panic`, which prints the panic).
-pub(crate) fn graph_lacks_panic_handler(tcx: TyCtxt<'_>) -> bool {
-    panic_handler_declaration(tcx, |d| tcx.optimized_mir(d))
-        .is_some_and(|d| foreign_definition(tcx, d).is_none())
-}
-
 /// The weak lang item (the panic handler, ...) that the foreign item `def_id` declares, if any:
 /// such a declaration carries the lang item's link name as its symbol name.
 pub(crate) fn weak_lang_item(tcx: TyCtxt<'_>, def_id: DefId) -> Option<LangItem> {

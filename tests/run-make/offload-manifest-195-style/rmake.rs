@@ -17,8 +17,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use run_make_support::offload::{
-    check_manifest_format, exported_functions, gpu_sysroot, image_ir, manifest_symbols, rustc,
-    vendor_check,
+    check_manifest_format, exported_functions, host_metadata_pass, image_ir, manifest_symbols,
+    passes, vendor_check,
 };
 use run_make_support::serde_json::{self, Value};
 use run_make_support::{CompletedProcess, Rustc, cwd, rfs};
@@ -41,16 +41,8 @@ fn cdylib(rustc: &mut Rustc) -> &mut Rustc {
 /// `Device=<manifest>`).
 fn device_pass(target: &str, cpu: Option<&str>, offload: &str, dir: &Path) {
     rfs::create_dir_all(dir);
-    let mut device = rustc();
-    cdylib(&mut device)
-        .target(target)
-        .sysroot(gpu_sysroot())
-        .metadata("device")
-        .out_dir(dir)
-        .arg(format!("-Zoffload={offload}"));
-    if let Some(cpu) = cpu {
-        device.target_cpu(cpu);
-    }
+    let mut device = passes::device_pass(Some(target), cpu, offload);
+    cdylib(&mut device).metadata("device").out_dir(dir);
     device.run();
 }
 
@@ -58,19 +50,12 @@ fn device_pass(target: &str, cpu: Option<&str>, offload: &str, dir: &Path) {
 fn host_pass(dir: &Path, image: &Path) -> CompletedProcess {
     let _ = std::fs::remove_dir_all(dir);
     rfs::create_dir_all(dir);
-    cdylib(&mut rustc())
-        .metadata("host")
-        .out_dir(dir)
-        .arg(format!("-Zoffload=Host={}", image.display()))
-        .run()
+    cdylib(&mut passes::host_pass(image)).metadata("host").out_dir(dir).run()
 }
 
 fn main() {
     let manifest = cwd().join("suite.manifest.json");
-    cdylib(&mut rustc())
-        .metadata("host")
-        .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
-        .run();
+    cdylib(&mut host_metadata_pass(&manifest)).metadata("host").run();
     // Declared kernels (`link_name`) through the tools' manifest types, which must keep all of
     // their entries.
     check_manifest_format(&[&manifest]);

@@ -8,7 +8,9 @@
 
 use std::collections::BTreeSet;
 
-use run_make_support::offload::{exported_functions, gpu_sysroot, image_ir, rustc, vendor_check};
+use run_make_support::offload::{
+    device_pass, exported_functions, gpu_sysroot, image_ir, rustc, vendor_check,
+};
 use run_make_support::serde_json::{self, Value};
 use run_make_support::{Rustc, cwd, rfs};
 
@@ -21,14 +23,8 @@ fn host(input: &str) -> Rustc {
 }
 
 fn device(input: &str, manifest: &str) -> Rustc {
-    let mut r = rustc();
-    r.input(input)
-        .crate_type("lib")
-        .edition("2024")
-        .target(TARGET)
-        .sysroot(gpu_sysroot())
-        .target_cpu("gfx90a")
-        .arg(format!("-Zoffload=Device={manifest}"));
+    let mut r = device_pass(Some(TARGET), Some("gfx90a"), &format!("Device={manifest}"));
+    r.input(input).crate_type("lib").edition("2024");
     r
 }
 

@@ -18,8 +18,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use run_make_support::offload::{
-    exported_functions, gpu_sysroot, image_ir, manifest_symbols, rustc, undefined_functions,
-    unreached_functions, vendor_check, vendor_result,
+    device_pass, exported_functions, host_metadata_pass, image_ir, manifest_symbols,
+    undefined_functions, unreached_functions, vendor_check, vendor_result,
 };
 use run_make_support::serde_json::{self, Value};
 use run_make_support::{cwd, rfs};
@@ -45,22 +45,20 @@ fn main() {
     let manifest = cwd().join("corpus.manifest.json");
     let host_dir = cwd().join("host");
     rfs::create_dir_all(&host_dir);
-    rustc()
+    host_metadata_pass(&manifest)
         .input("devlib.rs")
         .crate_type("rlib")
         .edition("2024")
         .metadata("devlib-host")
         .out_dir(&host_dir)
-        .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
         .emit("metadata")
         .run();
-    rustc()
+    host_metadata_pass(&manifest)
         .input("corpus.rs")
         .crate_type("lib")
         .edition("2024")
         .metadata("corpus-host")
         .extern_("devlib", host_dir.join("libdevlib.rmeta"))
-        .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
         .run();
     let json: Value = serde_json::from_str(&rfs::read_to_string(&manifest)).unwrap();
     let kernels: Vec<&str> =
@@ -72,17 +70,17 @@ fn main() {
         for opt_level in ["0", "3"] {
             let dir = cwd().join(format!("{target}-O{opt_level}"));
             rfs::create_dir_all(&dir);
-            let flag = format!("-Zoffload=Device={}", manifest.display());
-            device_pass(&flag, "devlib.rs", target, cpu, opt_level, &dir);
+            let offload = format!("Device={}", manifest.display());
+            device_pass_of(&offload, "devlib.rs", target, cpu, opt_level, &dir);
             assert!(!dir.join("host.out").exists(), "{target}: the dependency wrote an image");
-            device_pass(&flag, "corpus.rs", target, cpu, opt_level, &dir);
+            device_pass_of(&offload, "corpus.rs", target, cpu, opt_level, &dir);
             check_image(&dir.join("host.out"), target, opt_level, &symbols);
         }
         // The base pipeline, side by side: one image per crate, the root's written last.
         let base_dir = cwd().join(format!("{target}-base"));
         rfs::create_dir_all(&base_dir);
-        device_pass("-Zoffload=Device", "devlib.rs", target, cpu, "3", &base_dir);
-        device_pass("-Zoffload=Device", "corpus.rs", target, cpu, "3", &base_dir);
+        device_pass_of("Device", "devlib.rs", target, cpu, "3", &base_dir);
+        device_pass_of("Device", "corpus.rs", target, cpu, "3", &base_dir);
         match vendor_result(&base_dir.join("host.out"), target) {
             Ok(report) => println!("{target} base -O3: linked, {} kernels", report.kernels.len()),
             Err(complaint) => {
@@ -93,31 +91,32 @@ fn main() {
     }
 }
 
-/// The device pass (`flag`) of `input` for `target`, as cargo runs it with the flag in
-/// `RUSTFLAGS`: the dependency first, then the root, which builds the image. The bare pass
-/// gets `--cfg offload_base`.
-fn device_pass(flag: &str, input: &str, target: &str, cpu: Option<&str>, opt: &str, dir: &Path) {
+/// The device pass (`-Zoffload=<offload>`) of `input` for `target`, as cargo runs it with the
+/// flag in `RUSTFLAGS`: the dependency first, then the root, which builds the image. The bare
+/// pass gets `--cfg offload_base`.
+fn device_pass_of(
+    offload: &str,
+    input: &str,
+    target: &str,
+    cpu: Option<&str>,
+    opt: &str,
+    dir: &Path,
+) {
     let crate_name = input.trim_end_matches(".rs");
-    let mut rustc = rustc();
+    let mut rustc = device_pass(Some(target), cpu, offload);
     rustc
         .input(input)
         .crate_type(if crate_name == "devlib" { "rlib" } else { "lib" })
         .edition("2024")
-        .target(target)
-        .sysroot(gpu_sysroot())
         .metadata(&format!("{crate_name}-device"))
         .opt_level(opt)
         .out_dir(dir)
-        .library_search_path(dir)
-        .arg(flag);
-    if flag == "-Zoffload=Device" {
+        .library_search_path(dir);
+    if offload == "Device" {
         rustc.cfg("offload_base");
     }
     if crate_name != "devlib" {
         rustc.extern_("devlib", dir.join("libdevlib.rlib"));
-    }
-    if let Some(cpu) = cpu {
-        rustc.target_cpu(cpu);
     }
     rustc.run();
 }

@@ -4,23 +4,23 @@
 //! every crate) writes no image; the root's image exports exactly the two kernels, under two
 //! distinct symbols, with the dependency's helper instantiated inside it. Every pass gets its
 //! own `-C metadata`. The root's rlib holds the image's bitcode as its object, not machine code
-//! (patch 0036), on amdgcn and on the CPU device, unless objects are asked for; the image is the
-//! same either way. Its metadata, encoded after codegen starts (patch 0037), is still written
+//! (patch 0040), on amdgcn and on the CPU device, unless objects are asked for; the image is the
+//! same either way. Its metadata, encoded after codegen starts (patch 0041), is still written
 //! and announced to cargo (`--json=artifacts`) before the rlib.
 
 //@ needs-offload
 //@ needs-llvm-components: amdgpu
 //@ only-x86_64
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use run_make_support::object::read::archive::ArchiveFile;
 use run_make_support::offload::{
-    exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc,
+    exported_functions, image_ir, manifest_device_pass, manifest_symbols, offload_entries, rustc,
     undefined_functions, vendor_check,
 };
 use run_make_support::serde_json::{self, Value};
-use run_make_support::{Rustc, cwd, env_var, rfs};
+use run_make_support::{Rustc, cwd, rfs};
 
 const TARGET: &str = "amdgcn-amd-amdhsa";
 
@@ -114,7 +114,7 @@ fn main() {
     assert!(!rfs::read(device_dir.join("libroot.rmeta")).is_empty());
     let image = device_dir.join("host.out");
     // The rlib's object is the image's optimized bitcode: the amdgcn machine code that it held
-    // before patch 0036 was read by nothing. Objects asked for (`--emit=obj`) are machine code,
+    // before patch 0040 was read by nothing. Objects asked for (`--emit=obj`) are machine code,
     // in the rlib too, and the image does not change. The dependency codegens nothing and
     // keeps machine code (an empty module).
     assert_eq!(rlib_objects(&device_dir.join("libroot.rlib")), ["bitcode"]);
@@ -219,15 +219,7 @@ fn dep_device_pass(target: Option<&str>, manifest: &Path, out_dir: &Path) -> Rus
 /// the GPU sysroot's `core`) or, with `None`, for the CPU device (the host's target, with the
 /// `core` of the toolchain's device sysroot, which has the CPU device's grid runner).
 fn device_pass(input: &str, target: Option<&str>, manifest: &Path, out_dir: &Path) -> Rustc {
-    let mut r = rustc();
-    r.input(input)
-        .edition("2024")
-        .opt_level("3")
-        .out_dir(out_dir)
-        .arg(format!("-Zoffload=Device={}", manifest.display()));
-    match target {
-        Some(target) => r.target(target).sysroot(gpu_sysroot()).target_cpu("gfx90a"),
-        None => r.sysroot(PathBuf::from(env_var("BUILD_ROOT")).join("offload-device-sysroot")),
-    };
+    let mut r = manifest_device_pass(target, target.map(|_| "gfx90a"), manifest);
+    r.input(input).edition("2024").opt_level("3").out_dir(out_dir);
     r
 }

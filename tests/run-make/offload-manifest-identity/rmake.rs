@@ -29,7 +29,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use run_make_support::offload::{
-    exported_functions, gpu_sysroot, image_ir, manifest_symbols, offload_entries, rustc,
+    exported_functions, image_ir, manifest_device_pass, manifest_symbols, offload_entries, rustc,
     vendor_check,
 };
 use run_make_support::serde_json::{self, Value};
@@ -50,16 +50,9 @@ fn device(input: &str, manifest: &Path) -> Rustc {
 }
 
 fn device_without_crate_type(target: &str, input: &str, manifest: &Path) -> Rustc {
-    let mut r = rustc();
-    r.input(input)
-        .edition("2024")
-        .target(target)
-        .sysroot(gpu_sysroot())
-        .opt_level("3")
-        .arg(format!("-Zoffload=Device={}", manifest.display()));
-    if target == TARGET {
-        r.target_cpu("gfx90a");
-    }
+    let cpu = (target == TARGET).then_some("gfx90a");
+    let mut r = manifest_device_pass(Some(target), cpu, manifest);
+    r.input(input).edition("2024").opt_level("3");
     r
 }
 

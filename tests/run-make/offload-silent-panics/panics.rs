@@ -3,7 +3,7 @@
 // `assert_eq!` of floats (`assert_failed`, `f32` as `Debug`: float formatting), a `str` cut
 // off inside a character (`str::slice_error_fail`, `char` as `Debug`: Unicode tables),
 // `Option::unwrap`, a division, and `f32::clamp`, a function that returns but builds the
-// message of its `assert!` (`f32` as `Debug`) in its own body (patch 0035). The panic handler
+// message of its `assert!` (`f32` as `Debug`) in its own body (patch 0039). The panic handler
 // is chosen by `--cfg`: none (the device pass gives the image a trap), `loop {}`, or one that
 // reads its `PanicInfo`.
 

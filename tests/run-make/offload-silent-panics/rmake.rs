@@ -1,4 +1,4 @@
-//! Panics that only reach a silent handler (patches 0033 and 0035): the device pass calls the
+//! Panics that only reach a silent handler (patches 0037 and 0039): the device pass calls the
 //! handler from `core`'s diverging panic functions directly, and from the blocks of other
 //! functions that can only end in a panic (`f32::clamp`'s failed `assert!`), so that what
 //! formats the messages, which such a handler never reads, is neither collected nor codegened.
@@ -20,8 +20,8 @@
 use std::path::{Path, PathBuf};
 
 use run_make_support::offload::{
-    exported_functions, gpu_sysroot, image_ir, manifest_symbols, rustc, undefined_functions,
-    vendor_check,
+    exported_functions, host_metadata_pass, image_ir, manifest_device_pass, manifest_symbols,
+    undefined_functions, vendor_check,
 };
 use run_make_support::serde_json::{self, Value};
 use run_make_support::{cwd, rfs};
@@ -37,7 +37,7 @@ const TARGETS: [(&str, Option<&str>); 2] =
     [("amdgcn-amd-amdhsa", Some("gfx90a")), ("nvptx64-nvidia-cuda", None)];
 
 fn main() {
-    let manifest = host_metadata_pass("panics");
+    let manifest = metadata_of("panics");
     let json: Value = serde_json::from_str(&rfs::read_to_string(&manifest)).unwrap();
     let symbols = manifest_symbols(&json);
     assert_eq!(symbols.len(), 6, "the manifest's kernels: {symbols:?}");
@@ -47,7 +47,7 @@ fn main() {
             for opt in ["0", "3"] {
                 let dir = cwd().join(format!("{target}-{handler}-O{opt}"));
                 let cfg = (handler != "none").then(|| format!("handler_{handler}"));
-                device_pass("panics", &manifest, target, cpu, cfg.as_deref(), opt, &dir);
+                device_pass_of("panics", &manifest, target, cpu, cfg.as_deref(), opt, &dir);
                 let ir = image_ir(&dir.join("host.out"), target);
                 let what = format!("{target}, handler {handler}, -O{opt}");
                 assert_eq!(exported_functions(&ir), symbols, "{what}: the image's exports");
@@ -86,11 +86,11 @@ fn main() {
 /// `kept.rs`: at both opt-levels, on both targets, the image still stores `0x5eed` (24301)
 /// through the kernel's pointer before the panic.
 fn kept_write() {
-    let manifest = host_metadata_pass("kept");
+    let manifest = metadata_of("kept");
     for (target, cpu) in TARGETS {
         for opt in ["0", "3"] {
             let dir = cwd().join(format!("kept-{target}-O{opt}"));
-            device_pass("kept", &manifest, target, cpu, None, opt, &dir);
+            device_pass_of("kept", &manifest, target, cpu, None, opt, &dir);
             let ir = image_ir(&dir.join("host.out"), target);
             assert!(
                 ir.lines().any(|l| l.contains("store i32 24301, ptr")),
@@ -101,20 +101,19 @@ fn kept_write() {
 }
 
 /// The host metadata pass of `<name>.rs`: its manifest.
-fn host_metadata_pass(name: &str) -> PathBuf {
+fn metadata_of(name: &str) -> PathBuf {
     let manifest = cwd().join(format!("{name}.manifest.json"));
-    rustc()
+    host_metadata_pass(&manifest)
         .input(format!("{name}.rs"))
         .crate_type("lib")
         .edition("2024")
-        .arg(format!("-Zoffload=HostMetadata={}", manifest.display()))
         .run();
     manifest
 }
 
 /// The device pass of `<name>.rs` for `target`, into `dir`, with `--cfg cfg` if given (which
 /// chooses the panic handler of `panics.rs`).
-fn device_pass(
+fn device_pass_of(
     name: &str,
     manifest: &Path,
     target: &str,
@@ -124,21 +123,10 @@ fn device_pass(
     dir: &Path,
 ) {
     rfs::create_dir_all(dir);
-    let mut rustc = rustc();
-    rustc
-        .input(format!("{name}.rs"))
-        .crate_type("lib")
-        .edition("2024")
-        .target(target)
-        .sysroot(gpu_sysroot())
-        .opt_level(opt)
-        .out_dir(dir)
-        .arg(format!("-Zoffload=Device={}", manifest.display()));
+    let mut rustc = manifest_device_pass(Some(target), cpu, manifest);
+    rustc.input(format!("{name}.rs")).crate_type("lib").edition("2024").opt_level(opt).out_dir(dir);
     if let Some(cfg) = cfg {
         rustc.cfg(cfg);
-    }
-    if let Some(cpu) = cpu {
-        rustc.target_cpu(cpu);
     }
     rustc.run();
 }

@@ -22,6 +22,8 @@ use std::ffi::{CStr, CString};
 use rustc_abi::{AddressSpace, Align};
 use rustc_codegen_ssa::traits::BaseTypeCodegenMethods;
 use rustc_data_structures::fx::FxHashSet;
+pub(crate) use rustc_middle::ty::offload_kernel::CPU_DEVICE_GRID_RUNNER;
+use rustc_middle::ty::offload_kernel::CPU_DEVICE_PANIC;
 
 use crate::attributes;
 use crate::builder::SBuilder;
@@ -80,13 +82,6 @@ const CPU_DEVICE_SYNC_THREADS: &str = "__rust_offload_cpu_sync_threads";
 /// `KERNEL_SYNCS`).
 const KERNEL_SYNCS: u64 = 1;
 
-/// The symbol of `core::offload`'s grid runner for the CPU device, an `extern "C" fn(row: unsafe
-/// extern "C" fn(*const c_void, u32, u32), args: *const c_void, kernel: *const c_char, flags:
-/// u32)`. The
-/// monomorphizer roots it in every CPU device image (`rustc_monomorphize`'s
-/// `CPU_DEVICE_GRID_RUNNER`, the same name).
-pub(crate) const CPU_DEVICE_GRID_RUNNER: &str = "__rust_offload_cpu_launch";
-
 /// The symbol of the thread index (`[u32; 3]`, thread-local) of the work item that the calling
 /// thread runs, in the CPU device's `core`, which the runner roots with itself.
 pub(crate) const CPU_DEVICE_THREAD_IDX: &CStr = c"__rust_offload_thread_idx";
@@ -134,21 +129,66 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
     let fn_attrs = llvm::GetAttributes(kernel, llvm::AttributePlace::Function);
 
     // The arguments travel as one struct of the kernel's parameters, in the entry's frame.
-    // Accesses are unaligned (align 1): the struct's fields need no more.
     let args_ty = cx.type_struct(&param_types, false);
+    let row = define_grid_row(cx, kernel, &name, args_ty, &fn_attrs, thread_idx);
+
+    let entry = cx.add_func(str::from_utf8(&name).unwrap(), kernel_ty);
+    attributes::apply_to_llfn(entry, llvm::AttributePlace::Function, &fn_attrs);
+    let marks = [
+        llvm::CreateAttrString(cx.llcx, "offload-kernel"),
+        llvm::CreateAttrString(cx.llcx, GRID_ENTRY),
+    ];
+    attributes::apply_to_llfn(entry, llvm::AttributePlace::Function, &marks);
+    let mut builder = SBuilder::build(cx, SBuilder::append_block(cx, entry, "entry"));
+    let packed = builder.direct_alloca(args_ty, Align::from_bytes(16).unwrap(), "grid_args");
+    let i32_0 = cx.get_const_i32(0);
+    for i in 0..param_types.len() {
+        let param = llvm::get_param(entry, i as u32);
+        if i == 0 {
+            // `handle_offload` recognizes a rewritten kernel by this name.
+            llvm::set_value_name(param, b"dyn_ptr");
+        }
+        let field = builder.inbounds_gep(args_ty, packed, &[i32_0, cx.get_const_i32(i as u64)]);
+        builder.store(param, field, Align::ONE);
+    }
+    let symbol = kernel_path_constant(cx, &name);
+    let syncs = cx.get_function(CPU_DEVICE_SYNC_THREADS).is_some_and(|sync| reaches(kernel, sync));
+    let flags = cx.get_const_i32(if syncs { KERNEL_SYNCS } else { 0 });
+    let runner_ty = cx.get_type_of_global(runner);
+    builder.call(runner_ty, runner, &[row, packed, symbol, flags], None);
+    builder.ret_void();
+    llvm::set_linkage(entry, linkage);
+    llvm::set_visibility(entry, visibility);
+    unsafe { llvm::LLVMSetFunctionCallConv(entry, call_conv) };
+}
+
+/// Defines `<name>.grid_row(ptr args, i32 first, i32 count)` for the CPU device's kernel body
+/// `kernel` (renamed `<name>.work_item`): the work items x = first..first + count of one row of
+/// a block, with the arguments loaded once from the struct `args_ty` of the kernel's
+/// parameters; x goes to `core`'s thread-local thread index `thread_idx` (the runner set its y
+/// and z) before each work item. The body inlines into this loop, where its reads of the index
+/// are the store's value, so a row can be vectorized. Internal, with the body's function
+/// attributes `fn_attrs`; returns the function.
+fn define_grid_row<'ll>(
+    cx: &'ll SimpleCx<'_>,
+    kernel: &'ll Value,
+    name: &[u8],
+    args_ty: &'ll Type,
+    fn_attrs: &[&'ll Attribute],
+    thread_idx: &'ll Value,
+) -> &'ll Value {
+    let kernel_ty = cx.get_type_of_global(kernel);
+    let param_types = cx.func_params_types(kernel_ty);
+    let call_conv = unsafe { llvm::LLVMGetFunctionCallConv(kernel) };
+    // Accesses are unaligned (align 1): the struct's fields need no more.
     let one = Align::ONE;
     let i32_0 = cx.get_const_i32(0);
-
-    // `<symbol>.grid_row(ptr args, i32 count)`: the work items x = 0..count of one row of a
-    // block, the arguments loaded once; x goes to `core`'s thread-local thread index (the
-    // runner set its y and z) before each work item. The body inlines into this loop, where
-    // its reads of the index are the store's value, so a row can be vectorized.
     let i32_ty = cx.type_i32();
     let row_ty = cx.type_func(&[cx.type_ptr(), i32_ty, i32_ty], cx.type_void());
-    let row_name = [name.as_slice(), b".grid_row"].concat();
+    let row_name = [name, b".grid_row"].concat();
     let row = cx.add_func(str::from_utf8(&row_name).unwrap(), row_ty);
     llvm::set_linkage(row, llvm::Linkage::InternalLinkage);
-    attributes::apply_to_llfn(row, llvm::AttributePlace::Function, &fn_attrs);
+    attributes::apply_to_llfn(row, llvm::AttributePlace::Function, fn_attrs);
     let entry_bb = SBuilder::append_block(cx, row, "entry");
     let loop_bb = SBuilder::append_block(cx, row, "work_item");
     let exit_bb = SBuilder::append_block(cx, row, "exit");
@@ -182,47 +222,25 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
         llvm::LLVMPositionBuilderAtEnd(builder.llbuilder, exit_bb);
     }
     builder.ret_void();
+    row
+}
 
-    let entry = cx.add_func(str::from_utf8(&name).unwrap(), kernel_ty);
-    attributes::apply_to_llfn(entry, llvm::AttributePlace::Function, &fn_attrs);
-    let marks = [
-        llvm::CreateAttrString(cx.llcx, "offload-kernel"),
-        llvm::CreateAttrString(cx.llcx, GRID_ENTRY),
-    ];
-    attributes::apply_to_llfn(entry, llvm::AttributePlace::Function, &marks);
-    let mut builder = SBuilder::build(cx, SBuilder::append_block(cx, entry, "entry"));
-    let packed = builder.direct_alloca(args_ty, Align::from_bytes(16).unwrap(), "grid_args");
-    for i in 0..param_types.len() {
-        let param = llvm::get_param(entry, i as u32);
-        if i == 0 {
-            // `handle_offload` recognizes a rewritten kernel by this name.
-            llvm::set_value_name(param, b"dyn_ptr");
-        }
-        let field = builder.inbounds_gep(args_ty, packed, &[i32_0, cx.get_const_i32(i as u64)]);
-        builder.store(param, field, one);
-    }
-    // The kernel's Rust path, which the runner names when a work item stops the program: the
-    // constant that the kernel's codegen left beside it (`attributes::offload_kernel_path`), or
-    // its symbol.
-    let path_name = CString::new([name.as_slice(), OFFLOAD_KERNEL_PATH_SUFFIX].concat()).unwrap();
-    let symbol = match unsafe { llvm::LLVMGetNamedGlobal(cx.llmod, path_name.as_ptr()) } {
+/// The kernel's Rust path as a NUL-terminated constant, which the runner names when a work item
+/// of the kernel whose symbol is `name` stops the program: the constant that the kernel's
+/// codegen left beside it (`attributes::offload_kernel_path`), or else a new private constant
+/// holding its symbol.
+fn kernel_path_constant<'ll>(cx: &'ll SimpleCx<'_>, name: &[u8]) -> &'ll Value {
+    let path_name = CString::new([name, OFFLOAD_KERNEL_PATH_SUFFIX].concat()).unwrap();
+    match unsafe { llvm::LLVMGetNamedGlobal(cx.llmod, path_name.as_ptr()) } {
         Some(path) => path,
         None => {
-            let symbol = CString::new(name.clone()).unwrap();
+            let symbol = CString::new(name).unwrap();
             let init = crate::common::bytes_in_context(cx.llcx, symbol.as_bytes_with_nul());
-            let symbol_name = [name.as_slice(), b".symbol"].concat();
+            let symbol_name = [name, b".symbol"].concat();
             let name = str::from_utf8(&symbol_name).unwrap();
             add_unnamed_global(cx, name, init, llvm::Linkage::PrivateLinkage)
         }
-    };
-    let syncs = cx.get_function(CPU_DEVICE_SYNC_THREADS).is_some_and(|sync| reaches(kernel, sync));
-    let flags = cx.get_const_i32(if syncs { KERNEL_SYNCS } else { 0 });
-    let runner_ty = cx.get_type_of_global(runner);
-    builder.call(runner_ty, runner, &[row, packed, symbol, flags], None);
-    builder.ret_void();
-    llvm::set_linkage(entry, linkage);
-    llvm::set_visibility(entry, visibility);
-    unsafe { llvm::LLVMSetFunctionCallConv(entry, call_conv) };
+    }
 }
 
 /// Whether `from`, a function of the module, reaches `to` through direct calls and invokes
@@ -280,78 +298,93 @@ pub(crate) fn place_block_shared_statics(cx: &SimpleCx<'_>, gpu: bool) -> Vec<St
         global = unsafe { llvm::LLVMGetNextGlobal(g) };
     }
     if !gpu && !shared.is_empty() {
-        // The C library keeps a module's whole thread-local block in its static TLS space as
-        // soon as one of its thread-locals is initial-exec, and a library loaded with `dlopen`
-        // gets only a little of that space (`cargo offload` builds the image's thread-locals
-        // initial-exec): block-shared memory does not fit, so every thread-local of such an
-        // image becomes local-dynamic (a declared one general-dynamic). The first access of a
-        // function computes the block's address, the others add to it.
-        let mut global = unsafe { llvm::LLVMGetFirstGlobal(cx.llmod) };
-        while let Some(g) = global {
-            if llvm::LLVMIsThreadLocal(g).is_true() || shared.iter().any(|s| std::ptr::eq(*s, g)) {
-                let mode = if llvm::is_declaration(g) {
-                    llvm::ThreadLocalMode::GeneralDynamic
-                } else {
-                    llvm::ThreadLocalMode::LocalDynamic
-                };
-                llvm::set_thread_local_mode(g, mode);
-            }
-            global = unsafe { llvm::LLVMGetNextGlobal(g) };
-        }
-        // Without the section, LLVM puts the uninitialized statics in `.tbss`, where the C
-        // library zeroes each thread's copy instead of copying an image of it.
-        for g in shared {
-            llvm::set_section(g, c"");
-        }
+        make_block_shared_thread_local(cx, shared);
         return Vec::new();
     }
-    let mut unmoved = Vec::new();
-    for old in shared {
-        // Rust reaches a static through a pointer in the generic address space: on nvptx the
-        // global itself, on amdgcn (whose globals are in address space 1) a cast of it. A
-        // static with another use (none that Rust emits) stays in global memory.
-        let old_ty = unsafe { llvm::LLVMTypeOf(old) };
-        let mut casts = Vec::new();
-        if old_ty != cx.type_ptr() {
-            let mut next = unsafe { LLVMGetFirstUse(old) };
-            while let Some(a_use) = next {
-                let user = unsafe { LLVMGetUser(a_use) };
-                if unsafe { llvm::LLVMIsAConstantExpr(user) }.is_none()
-                    || unsafe { llvm::LLVMGetConstOpcode(user) } != llvm::Opcode::AddrSpaceCast
-                {
-                    break;
-                }
-                casts.push(user);
-                next = unsafe { LLVMGetNextUse(a_use) };
-            }
-            if next.is_some() {
-                unmoved.push(String::from_utf8_lossy(&llvm::get_value_name(old)).into_owned());
-                continue;
-            }
+    shared
+        .into_iter()
+        .filter(|old| !move_to_group_memory(cx, old))
+        .map(|old| String::from_utf8_lossy(&llvm::get_value_name(old)).into_owned())
+        .collect()
+}
+
+/// The CPU device's part of [`place_block_shared_statics`]: the block-shared statics `shared`
+/// become thread-locals, and every thread-local of the module local-dynamic (a declared one
+/// general-dynamic).
+fn make_block_shared_thread_local<'ll>(cx: &SimpleCx<'ll>, shared: Vec<&'ll Value>) {
+    // The C library keeps a module's whole thread-local block in its static TLS space as
+    // soon as one of its thread-locals is initial-exec, and a library loaded with `dlopen`
+    // gets only a little of that space (`cargo offload` builds the image's thread-locals
+    // initial-exec): block-shared memory does not fit, so every thread-local of such an
+    // image becomes local-dynamic (a declared one general-dynamic). The first access of a
+    // function computes the block's address, the others add to it.
+    let mut global = unsafe { llvm::LLVMGetFirstGlobal(cx.llmod) };
+    while let Some(g) = global {
+        if llvm::LLVMIsThreadLocal(g).is_true() || shared.iter().any(|s| std::ptr::eq(*s, g)) {
+            let mode = if llvm::is_declaration(g) {
+                llvm::ThreadLocalMode::GeneralDynamic
+            } else {
+                llvm::ThreadLocalMode::LocalDynamic
+            };
+            llvm::set_thread_local_mode(g, mode);
         }
-        let name = CString::new(llvm::get_value_name(old)).unwrap();
-        llvm::set_value_name(old, b"");
-        let ty = unsafe { llvm::LLVMGlobalGetValueType(old) };
-        let new = unsafe { LLVMAddGlobalInAddressSpace(cx.llmod, ty, name.as_ptr(), 3) };
-        unsafe {
-            llvm::LLVMSetInitializer(new, llvm::LLVMGetUndef(ty));
-            llvm::LLVMSetAlignment(new, llvm::LLVMGetAlignment(old));
-        }
-        llvm::set_linkage(new, llvm::Linkage::InternalLinkage);
-        if casts.is_empty() {
-            unsafe { llvm::LLVMReplaceAllUsesWith(old, LLVMConstAddrSpaceCast(new, old_ty)) };
-        }
-        for cast in casts {
-            let ty = unsafe { llvm::LLVMTypeOf(cast) };
-            unsafe { llvm::LLVMReplaceAllUsesWith(cast, LLVMConstAddrSpaceCast(new, ty)) };
-        }
-        // The replaced casts stay behind as dead constant users of `old`, which the C API
-        // cannot remove, so `old` is not deleted: internal and unused, it goes with the first
-        // global dead code elimination.
-        llvm::set_linkage(old, llvm::Linkage::InternalLinkage);
-        llvm::set_section(old, c"");
+        global = unsafe { llvm::LLVMGetNextGlobal(g) };
     }
-    unmoved
+    // Without the section, LLVM puts the uninitialized statics in `.tbss`, where the C
+    // library zeroes each thread's copy instead of copying an image of it.
+    for g in shared {
+        llvm::set_section(g, c"");
+    }
+}
+
+/// A GPU's part of [`place_block_shared_statics`]: moves the block-shared static `old` into
+/// address space 3, as a new internal global that takes its name, type and alignment and every
+/// use. Returns false, leaving `old` as it is, where the module uses it otherwise than through
+/// casts to the generic address space.
+fn move_to_group_memory(cx: &SimpleCx<'_>, old: &Value) -> bool {
+    // Rust reaches a static through a pointer in the generic address space: on nvptx the
+    // global itself, on amdgcn (whose globals are in address space 1) a cast of it. A
+    // static with another use (none that Rust emits) stays in global memory.
+    let old_ty = unsafe { llvm::LLVMTypeOf(old) };
+    let mut casts = Vec::new();
+    if old_ty != cx.type_ptr() {
+        let mut next = unsafe { LLVMGetFirstUse(old) };
+        while let Some(a_use) = next {
+            let user = unsafe { LLVMGetUser(a_use) };
+            if unsafe { llvm::LLVMIsAConstantExpr(user) }.is_none()
+                || unsafe { llvm::LLVMGetConstOpcode(user) } != llvm::Opcode::AddrSpaceCast
+            {
+                break;
+            }
+            casts.push(user);
+            next = unsafe { LLVMGetNextUse(a_use) };
+        }
+        if next.is_some() {
+            return false;
+        }
+    }
+    let name = CString::new(llvm::get_value_name(old)).unwrap();
+    llvm::set_value_name(old, b"");
+    let ty = unsafe { llvm::LLVMGlobalGetValueType(old) };
+    let new = unsafe { LLVMAddGlobalInAddressSpace(cx.llmod, ty, name.as_ptr(), 3) };
+    unsafe {
+        llvm::LLVMSetInitializer(new, llvm::LLVMGetUndef(ty));
+        llvm::LLVMSetAlignment(new, llvm::LLVMGetAlignment(old));
+    }
+    llvm::set_linkage(new, llvm::Linkage::InternalLinkage);
+    if casts.is_empty() {
+        unsafe { llvm::LLVMReplaceAllUsesWith(old, LLVMConstAddrSpaceCast(new, old_ty)) };
+    }
+    for cast in casts {
+        let ty = unsafe { llvm::LLVMTypeOf(cast) };
+        unsafe { llvm::LLVMReplaceAllUsesWith(cast, LLVMConstAddrSpaceCast(new, ty)) };
+    }
+    // The replaced casts stay behind as dead constant users of `old`, which the C API
+    // cannot remove, so `old` is not deleted: internal and unused, it goes with the first
+    // global dead code elimination.
+    llvm::set_linkage(old, llvm::Linkage::InternalLinkage);
+    llvm::set_section(old, c"");
+    true
 }
 
 /// Defines `__rust_offload_amdgpu_sync_threads()`, which `core::offload::sync_threads`
@@ -427,11 +460,6 @@ pub(crate) const OFFLOAD_KERNEL_PATH_SUFFIX: &[u8] = b".offload_path";
 /// `panic_impl` lang item, which rustc mangles (v0) as `rust_begin_unwind` of the crate
 /// `__rustc`, a name that no item of another crate has.
 const PANIC_HANDLER: &[u8] = b"7___rustc17rust_begin_unwind";
-
-/// The function of the CPU device's `core` that prints a work item's panic (its location and
-/// message, the kernel and the work item) and traps; the monomorphizer roots it in a CPU device
-/// image whose crate graph has no panic handler.
-const CPU_DEVICE_PANIC: &str = "__rust_offload_cpu_panic";
 
 /// Defines the panic handler in an image whose crate graph has none (the monomorphizer lets such
 /// a graph through, see `rustc_monomorphize`'s `bind_foreign_fn`): an internal function that,

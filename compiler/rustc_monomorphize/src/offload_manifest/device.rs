@@ -70,15 +70,6 @@ fn is_device_target(tcx: TyCtxt<'_>) -> bool {
             && target.binary_format == BinaryFormat::Elf)
 }
 
-/// The function of the CPU device's `core` (`--cfg offload_device`) that runs every work item of
-/// a launch's grid, by its symbol: `core::offload`'s `__rust_offload_cpu_launch`.
-const CPU_DEVICE_GRID_RUNNER: &str = "__rust_offload_cpu_launch";
-
-/// The function of the CPU device's `core` that reports a panic of a work item, by its symbol:
-/// `core::offload`'s `__rust_offload_cpu_panic`, which the handler that the codegen backend
-/// defines for a graph without one calls.
-const CPU_DEVICE_PANIC: &str = "__rust_offload_cpu_panic";
-
 /// The mono item roots of the device pass with `-Zoffload=Device=<path>`: the manifest's kernel
 /// instances if this crate is the manifest's crate, none if it is another crate of its graph.
 pub(crate) fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<'tcx>> {
@@ -106,28 +97,6 @@ pub(crate) fn device_roots<'tcx>(tcx: TyCtxt<'tcx>, path: &str) -> Vec<MonoItem<
         roots.extend(root.map(MonoItem::Fn));
     }
     tcx.dcx().abort_if_errors();
-    // The offload runtime's CPU device calls a kernel once; the entry that the codegen gives
-    // each kernel of a CPU device image runs the launch's grid through `core`'s runner, which
-    // no kernel calls, so it is a root of its own (see `core::offload`).
-    if !tcx.sess.target.is_like_gpu {
-        let Some(runner) = crate::offload_image::symbol_definition(tcx, CPU_DEVICE_GRID_RUNNER)
-        else {
-            tcx.dcx().emit_fatal(errors::OffloadCpuDeviceCoreWithoutGridRunner {
-                path: path.to_string(),
-                runner: CPU_DEVICE_GRID_RUNNER,
-                target: tcx.sess.target.llvm_target.to_string(),
-            });
-        };
-        roots.push(MonoItem::Fn(Instance::mono(tcx, runner)));
-        // A graph without a panic handler gets one that calls `core`'s report of the panic
-        // (the codegen backend defines it), which is then a root too. A `core` without the
-        // report keeps the trap.
-        if crate::offload_image::graph_lacks_panic_handler(tcx)
-            && let Some(report) = crate::offload_image::symbol_definition(tcx, CPU_DEVICE_PANIC)
-        {
-            roots.push(MonoItem::Fn(Instance::mono(tcx, report)));
-        }
-    }
     // `global_asm!` of the image crate belongs to the image whatever the kernels reach, as in
     // any other crate's object code.
     for id in tcx.hir_crate_items(()).free_items() {

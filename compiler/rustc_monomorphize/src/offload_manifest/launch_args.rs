@@ -13,11 +13,9 @@ use super::codec::ReadKernel;
 use crate::errors;
 
 /// Whether the argument tuple `passed` of an `offload` launch fits the parameters of the launched
-/// kernel (`kernel` with `kernel_args`); reports a mismatch at `span`, a slice parameter whose
-/// elements hold addresses ([`address_holder`]: the device would read host addresses), a pointer
-/// or reference parameter to interior-mutable data that holds addresses (the device's writes come
-/// back), or else the lint [`OFFLOAD_SHARED_FOR_MUTABLE`] (at the level of `lint_root`) for each
-/// shared pointer passed for a mutable one. The host maps each argument by the kernel's
+/// kernel (`kernel` with `kernel_args`); reports a mismatch at `span`, or else the lint
+/// [`OFFLOAD_SHARED_FOR_MUTABLE`] (at the level of `lint_root`) for each shared pointer passed
+/// for a mutable one. The host maps each argument by the kernel's
 /// parameter type, so a tuple of other types would hand the device other bytes than the kernel
 /// reads. What rustc 1.95 accepts where the ABI agrees is accepted too (see [`ArgFit`]).
 pub(super) fn launch_args_match<'tcx>(
@@ -56,9 +54,6 @@ pub(super) fn launch_args_match<'tcx>(
         return false;
     }
     let kernel_text = || tcx.def_path_str_with_args(kernel, kernel_args);
-    if !params_hold_no_addresses(tcx, span, &kernel_text, sig.inputs()) {
-        return false;
-    }
     // The lint's message is built with trimmed paths, which must end in a diagnostic: so none
     // is built where the lint is allowed.
     let lint_level = tcx.lint_level_at_node(OFFLOAD_SHARED_FOR_MUTABLE, lint_root).level;
@@ -88,80 +83,6 @@ fn param_text<'tcx>(tcx: TyCtxt<'tcx>, kernel: DefId, index: usize, ty: Ty<'tcx>
     }
 }
 
-/// Whether no parameter of the kernel (named by `kernel_text`) holds addresses that an offload
-/// launch would copy as bytes: the elements of a slice parameter, or interior-mutable data
-/// behind a pointer or reference, which comes back from the device (`MappingFlags::from_ty`),
-/// so the host would get the device's addresses. Reports each such parameter at `span`.
-fn params_hold_no_addresses<'tcx>(
-    tcx: TyCtxt<'tcx>,
-    span: Span,
-    kernel_text: &dyn Fn() -> String,
-    params: &[Ty<'tcx>],
-) -> bool {
-    let typing_env = ty::TypingEnv::fully_monomorphized();
-    let mut fine = true;
-    for (index, param) in params.iter().enumerate() {
-        let (ty::RawPtr(pointee, _) | ty::Ref(_, pointee, _)) = *param.kind() else { continue };
-        if let ty::Slice(element) = *pointee.kind() {
-            if let Some(holder) = address_holder(tcx, typing_env, element, 0) {
-                tcx.dcx().emit_err(errors::OffloadLaunchSliceOfAddresses {
-                    span,
-                    kernel: kernel_text(),
-                    index: index + 1,
-                    param: param.to_string(),
-                    element: element.to_string(),
-                    holder: holder.to_string(),
-                });
-                fine = false;
-            }
-        } else if !pointee.is_freeze(tcx, typing_env)
-            && let Some(holder) = address_holder(tcx, typing_env, pointee, 0)
-        {
-            tcx.dcx().emit_err(errors::OffloadLaunchSharedAddresses {
-                span,
-                kernel: kernel_text(),
-                index: index + 1,
-                param: param.to_string(),
-                holder: holder.to_string(),
-            });
-            fine = false;
-        }
-    }
-    fine
-}
-
-/// The part of `ty` (`ty` itself, a field, an element) that holds an address: a reference, a raw
-/// or function pointer, a trait object, or anything else that is not plain data (a closure, a
-/// foreign type). None for data made of numbers, `bool`, `char` and function items alone.
-/// `depth` counts the types entered: past 64 (types nested that deep) the type itself is named.
-fn address_holder<'tcx>(
-    tcx: TyCtxt<'tcx>,
-    typing_env: ty::TypingEnv<'tcx>,
-    ty: Ty<'tcx>,
-    depth: usize,
-) -> Option<Ty<'tcx>> {
-    if depth > 64 {
-        return Some(ty);
-    }
-    let inner = |ty| address_holder(tcx, typing_env, ty, depth + 1);
-    match *ty.kind() {
-        ty::Bool
-        | ty::Char
-        | ty::Int(_)
-        | ty::Uint(_)
-        | ty::Float(_)
-        | ty::Str
-        | ty::Never
-        | ty::FnDef(..) => None,
-        ty::Array(element, _) | ty::Slice(element) | ty::Pat(element, _) => inner(element),
-        ty::Tuple(fields) => fields.iter().find_map(inner),
-        ty::Adt(def, args) => def.all_fields().find_map(|field| {
-            inner(tcx.normalize_erasing_regions(typing_env, field.ty(tcx, args)))
-        }),
-        _ => Some(ty),
-    }
-}
-
 /// How the type of a launch argument stands for the kernel's parameter type.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum ArgFit {
@@ -169,8 +90,7 @@ enum ArgFit {
     Exact,
     /// As rustc 1.95 took it: both are raw pointers or references (one ABI: a thin pointer) to
     /// the same sized pointee, so the runtime maps the same bytes; a `*mut T` or `&mut T` may
-    /// stand for a `*const T` or `&T`. The same for pointers to one slice type (one ABI: data
-    /// and length).
+    /// stand for a `*const T` or `&T`.
     Pointer,
     /// As rustc 1.95 took it: integers of one size for each other (`i32` for `u32`, an
     /// integer literal that fell back to `i32`), also as the elements of arrays of one length.
@@ -183,8 +103,7 @@ enum ArgFit {
     /// warning, since the kernel's writes are copied back into memory the launch handed over
     /// as read-only.
     SharedForMut,
-    /// Anything else. Pointers to unsized data other than slices are wide in other ways, so
-    /// they must match exactly.
+    /// Anything else. Pointers to unsized data are wide, so they must match exactly.
     Mismatch,
 }
 
@@ -208,12 +127,7 @@ impl ArgFit {
             return ArgFit::Mismatch;
         };
         let typing_env = ty::TypingEnv::fully_monomorphized();
-        // A slice's wide pointer: the same two values (data and length) whatever its
-        // mutability.
-        let sized_or_slice = passed_pointee.is_sized(tcx, typing_env)
-            || passed_pointee.is_slice()
-            || passed_pointee.is_str();
-        if passed_pointee != param_pointee || !sized_or_slice {
+        if passed_pointee != param_pointee || !passed_pointee.is_sized(tcx, typing_env) {
             ArgFit::Mismatch
         } else if param_mut.is_mut() && !passed_mut.is_mut() {
             ArgFit::SharedForMut

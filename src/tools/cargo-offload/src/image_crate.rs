@@ -556,6 +556,9 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The cases of where a launched kernel is defined (a library, a path or registry dependency,
+    /// a program crate), checked in turn against one workspace; they read top to bottom, so the
+    /// test is longer than a helper would be.
     #[test]
     fn a_program_that_defines_kernels_builds_the_image() {
         let dir = scratch("builder");

@@ -492,6 +492,8 @@ mod tests {
         );
     }
 
+    /// One table of cases (path, registry, sparse and git dependencies joining the workspace's
+    /// libraries), read top to bottom, so it is longer than a helper would be.
     #[test]
     fn dependencies_join_the_libraries() {
         let path = |dir: &str| LibrarySource::Path(PathBuf::from(dir));

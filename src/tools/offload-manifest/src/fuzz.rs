@@ -210,134 +210,167 @@ fn pick<'a>(rng: &mut Xoshiro256PlusPlus, candidates: &'a [Pointer]) -> Option<&
 }
 
 /// Applies `mutation` to `manifest` in place; false when the tree has nothing it applies to.
+/// Each mutation draws from `rng` in a fixed order, so a seed gives the same mutants.
 fn apply(mutation: Mutation, manifest: &mut Value, rng: &mut Xoshiro256PlusPlus) -> bool {
     let all = locations(manifest);
-    let matching = |f: &dyn Fn(&Value) -> bool| -> Vec<Pointer> {
-        all.iter().filter(|p| get(manifest, p).is_some_and(f)).cloned().collect()
-    };
     match mutation {
-        Mutation::DeleteKey => {
-            let objects = matching(&|v| v.as_object().is_some_and(|m| !m.is_empty()));
-            let Some(at) = pick(rng, &objects) else { return false };
-            let map = get_mut(manifest, at).and_then(Value::as_object_mut).unwrap();
-            let key = map.keys().nth(below(rng, map.len())).unwrap().clone();
-            map.remove(&key);
-            true
-        }
-        Mutation::WrongType => {
-            let Some(at) = pick(rng, &all[1..]) else { return false };
-            let target = get_mut(manifest, at).unwrap();
-            let replacement = match target {
-                Value::Null => json!(0),
-                Value::Bool(_) => json!("true"),
-                Value::Number(_) => json!(["1"]),
-                Value::String(_) => json!(7),
-                Value::Array(_) => json!({}),
-                Value::Object(_) => json!(null),
-            };
-            *target = replacement;
-            true
-        }
-        Mutation::SwapPaths => {
-            let mut pool = matching(&is_item_path);
-            if pool.len() < 2 || below(rng, 2) == 0 {
-                pool = matching(&is_component);
-            }
-            if pool.len() < 2 {
-                return false;
-            }
-            let a = below(rng, pool.len());
-            let mut b = below(rng, pool.len());
-            if a == b {
-                b = (b + 1) % pool.len();
-            }
-            // Neither may contain the other (a component inside a swapped path).
-            let (pa, pb) = (&pool[a], &pool[b]);
-            let prefix = |x: &Pointer, y: &Pointer| {
-                x.len() <= y.len() && format!("{:?}", &y[..x.len()]) == format!("{x:?}")
-            };
-            if prefix(pa, pb) || prefix(pb, pa) {
-                return false;
-            }
-            let va = get(manifest, pa).unwrap().clone();
-            let vb = get(manifest, pb).unwrap().clone();
-            *get_mut(manifest, pa).unwrap() = vb;
-            *get_mut(manifest, pb).unwrap() = va;
-            true
-        }
-        Mutation::ChangeKind => {
-            let pool = matching(&|v| is_type_tree(v) || is_component(v));
-            let Some(at) = pick(rng, &pool) else { return false };
-            let tree = get_mut(manifest, at).and_then(Value::as_array_mut).unwrap();
-            let kinds: &[&str] =
-                if is_component(&Value::Array(tree.clone())) { &PATH_KINDS } else { &TYPE_KINDS };
-            let old = tree[0].as_str().unwrap_or("").to_string();
-            let mut new = kinds[below(rng, kinds.len())];
-            if new == old {
-                new = kinds[(kinds.iter().position(|k| *k == new).unwrap() + 1) % kinds.len()];
-            }
-            tree[0] = json!(new);
-            true
-        }
-        Mutation::TweakNumber => {
-            let pool = matching(&Value::is_number);
-            let Some(at) = pick(rng, &pool) else { return false };
-            let target = get_mut(manifest, at).unwrap();
-            let n = target.as_u64().unwrap_or(0);
-            *target = match below(rng, 5) {
-                0 => json!(n + 1),
-                1 => json!(n.saturating_sub(1)),
-                2 => json!(0),
-                3 => json!(u64::MAX),
-                _ => json!(-1),
-            };
-            true
-        }
-        Mutation::TweakString => {
-            let pool = matching(&Value::is_string);
-            let Some(at) = pick(rng, &pool) else { return false };
-            let target = get_mut(manifest, at).unwrap();
-            let old = target.as_str().unwrap().to_string();
-            let new = STRINGS[below(rng, STRINGS.len())];
-            *target = if new == old { json!(format!("{old}x")) } else { json!(new) };
-            true
-        }
-        Mutation::DropKernel | Mutation::DuplicateKernel => {
-            let Some(kernels) = manifest.get_mut(keys::KERNELS).and_then(Value::as_array_mut)
-            else {
-                return false;
-            };
-            if kernels.is_empty() {
-                return false;
-            }
-            let i = below(rng, kernels.len());
-            if mutation == Mutation::DropKernel {
-                kernels.remove(i);
-            } else {
-                let copy = kernels[i].clone();
-                kernels.push(copy);
-            }
-            true
-        }
-        Mutation::Nest => {
-            let pool = matching(&is_type_tree);
-            let Some(at) = pick(rng, &pool) else { return false };
-            let target = get_mut(manifest, at).unwrap();
-            let depth = 1 + below(rng, 200);
-            let mut tree = target.take();
-            for _ in 0..depth {
-                tree = match below(rng, 4) {
-                    0 => json!(["ref", false, tree]),
-                    1 => json!(["ptr", true, tree]),
-                    2 => json!(["slice", tree]),
-                    _ => json!(["tuple", [tree]]),
-                };
-            }
-            *target = tree;
-            true
-        }
+        Mutation::DeleteKey => delete_key(manifest, rng, &all),
+        Mutation::WrongType => wrong_type(manifest, rng, &all),
+        Mutation::SwapPaths => swap_paths(manifest, rng, &all),
+        Mutation::ChangeKind => change_kind(manifest, rng, &all),
+        Mutation::TweakNumber => tweak_number(manifest, rng, &all),
+        Mutation::TweakString => tweak_string(manifest, rng, &all),
+        Mutation::DropKernel => drop_or_duplicate_kernel(manifest, rng, false),
+        Mutation::DuplicateKernel => drop_or_duplicate_kernel(manifest, rng, true),
+        Mutation::Nest => nest(manifest, rng, &all),
         Mutation::Truncate => false,
     }
+}
+
+/// The locations among `all` whose value in `manifest` satisfies `f`.
+fn matching(manifest: &Value, all: &[Pointer], f: &dyn Fn(&Value) -> bool) -> Vec<Pointer> {
+    all.iter().filter(|p| get(manifest, p).is_some_and(f)).cloned().collect()
+}
+
+/// [`Mutation::DeleteKey`]: removes one key of a non-empty object.
+fn delete_key(manifest: &mut Value, rng: &mut Xoshiro256PlusPlus, all: &[Pointer]) -> bool {
+    let objects = matching(manifest, all, &|v| v.as_object().is_some_and(|m| !m.is_empty()));
+    let Some(at) = pick(rng, &objects) else { return false };
+    let map = get_mut(manifest, at).and_then(Value::as_object_mut).unwrap();
+    let key = map.keys().nth(below(rng, map.len())).unwrap().clone();
+    map.remove(&key);
+    true
+}
+
+/// [`Mutation::WrongType`]: replaces a value below the root by one of another JSON type.
+fn wrong_type(manifest: &mut Value, rng: &mut Xoshiro256PlusPlus, all: &[Pointer]) -> bool {
+    let Some(at) = pick(rng, &all[1..]) else { return false };
+    let target = get_mut(manifest, at).unwrap();
+    let replacement = match target {
+        Value::Null => json!(0),
+        Value::Bool(_) => json!("true"),
+        Value::Number(_) => json!(["1"]),
+        Value::String(_) => json!(7),
+        Value::Array(_) => json!({}),
+        Value::Object(_) => json!(null),
+    };
+    *target = replacement;
+    true
+}
+
+/// [`Mutation::SwapPaths`]: swaps two item paths, or two path components, neither inside the
+/// other.
+fn swap_paths(manifest: &mut Value, rng: &mut Xoshiro256PlusPlus, all: &[Pointer]) -> bool {
+    let mut pool = matching(manifest, all, &is_item_path);
+    if pool.len() < 2 || below(rng, 2) == 0 {
+        pool = matching(manifest, all, &is_component);
+    }
+    if pool.len() < 2 {
+        return false;
+    }
+    let a = below(rng, pool.len());
+    let mut b = below(rng, pool.len());
+    if a == b {
+        b = (b + 1) % pool.len();
+    }
+    // Neither may contain the other (a component inside a swapped path).
+    let (pa, pb) = (&pool[a], &pool[b]);
+    let prefix = |x: &Pointer, y: &Pointer| {
+        x.len() <= y.len() && format!("{:?}", &y[..x.len()]) == format!("{x:?}")
+    };
+    if prefix(pa, pb) || prefix(pb, pa) {
+        return false;
+    }
+    let va = get(manifest, pa).unwrap().clone();
+    let vb = get(manifest, pb).unwrap().clone();
+    *get_mut(manifest, pa).unwrap() = vb;
+    *get_mut(manifest, pb).unwrap() = va;
+    true
+}
+
+/// [`Mutation::ChangeKind`]: gives a type tree or a path component another kind tag.
+fn change_kind(manifest: &mut Value, rng: &mut Xoshiro256PlusPlus, all: &[Pointer]) -> bool {
+    let pool = matching(manifest, all, &|v| is_type_tree(v) || is_component(v));
+    let Some(at) = pick(rng, &pool) else { return false };
+    let tree = get_mut(manifest, at).and_then(Value::as_array_mut).unwrap();
+    let kinds: &[&str] =
+        if is_component(&Value::Array(tree.clone())) { &PATH_KINDS } else { &TYPE_KINDS };
+    let old = tree[0].as_str().unwrap_or("").to_string();
+    let mut new = kinds[below(rng, kinds.len())];
+    if new == old {
+        new = kinds[(kinds.iter().position(|k| *k == new).unwrap() + 1) % kinds.len()];
+    }
+    tree[0] = json!(new);
+    true
+}
+
+/// [`Mutation::TweakNumber`]: moves a number by one, or to 0, `u64::MAX` or -1.
+fn tweak_number(manifest: &mut Value, rng: &mut Xoshiro256PlusPlus, all: &[Pointer]) -> bool {
+    let pool = matching(manifest, all, &Value::is_number);
+    let Some(at) = pick(rng, &pool) else { return false };
+    let target = get_mut(manifest, at).unwrap();
+    let n = target.as_u64().unwrap_or(0);
+    *target = match below(rng, 5) {
+        0 => json!(n + 1),
+        1 => json!(n.saturating_sub(1)),
+        2 => json!(0),
+        3 => json!(u64::MAX),
+        _ => json!(-1),
+    };
+    true
+}
+
+/// [`Mutation::TweakString`]: replaces a string by one of [`STRINGS`] (another one than it was).
+fn tweak_string(manifest: &mut Value, rng: &mut Xoshiro256PlusPlus, all: &[Pointer]) -> bool {
+    let pool = matching(manifest, all, &Value::is_string);
+    let Some(at) = pick(rng, &pool) else { return false };
+    let target = get_mut(manifest, at).unwrap();
+    let old = target.as_str().unwrap().to_string();
+    let new = STRINGS[below(rng, STRINGS.len())];
+    *target = if new == old { json!(format!("{old}x")) } else { json!(new) };
+    true
+}
+
+/// [`Mutation::DropKernel`], or with `duplicate` [`Mutation::DuplicateKernel`]: removes one
+/// kernel entry, or appends a copy of it.
+fn drop_or_duplicate_kernel(
+    manifest: &mut Value,
+    rng: &mut Xoshiro256PlusPlus,
+    duplicate: bool,
+) -> bool {
+    let Some(kernels) = manifest.get_mut(keys::KERNELS).and_then(Value::as_array_mut) else {
+        return false;
+    };
+    if kernels.is_empty() {
+        return false;
+    }
+    let i = below(rng, kernels.len());
+    if duplicate {
+        let copy = kernels[i].clone();
+        kernels.push(copy);
+    } else {
+        kernels.remove(i);
+    }
+    true
+}
+
+/// [`Mutation::Nest`]: wraps a type tree in 1 to 200 references, pointers, slices and tuples.
+fn nest(manifest: &mut Value, rng: &mut Xoshiro256PlusPlus, all: &[Pointer]) -> bool {
+    let pool = matching(manifest, all, &is_type_tree);
+    let Some(at) = pick(rng, &pool) else { return false };
+    let target = get_mut(manifest, at).unwrap();
+    let depth = 1 + below(rng, 200);
+    let mut tree = target.take();
+    for _ in 0..depth {
+        tree = match below(rng, 4) {
+            0 => json!(["ref", false, tree]),
+            1 => json!(["ptr", true, tree]),
+            2 => json!(["slice", tree]),
+            _ => json!(["tuple", [tree]]),
+        };
+    }
+    *target = tree;
+    true
 }
 
 /// Mutant `index` of the run seeded with `seed`: the mutated manifest text and the mutations

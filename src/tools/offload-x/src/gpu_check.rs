@@ -75,41 +75,8 @@ pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
     }
     let run_sh = out.join("run.sh");
     fs::write(&run_sh, script::default_run_sh()).map_err(|e| io(&run_sh, e))?;
-
-    let timer = Timer::start(STEP, "each run on this machine's CPU device: sh run.sh --record");
-    let status = Command::new("sh")
-        .arg(&run_sh)
-        .arg("--record")
-        .env("GPU_CHECK_RESULTS", work.join("record-results"))
-        .status()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run sh: {e}") })?;
-    if !status.success() {
-        return fail(STEP, "a run's reference could not be recorded; its output is above");
-    }
-    timer.done();
-    let kernels = recorded_kernels(&bundles.join("reference"))?;
-    say(
-        STEP,
-        format!(
-            "{} runs of {} programs recorded, {kernels} kernels launched on the CPU device",
-            ROWS.len(),
-            BUILDS.len()
-        ),
-    );
-
-    let timer = Timer::start(STEP, "compress the bundle (xz -9)");
-    let status = Command::new("tar")
-        .args(["-cJf", "bundle.tar.xz", "bundle"])
-        .env("XZ_OPT", "-9 -T2")
-        .current_dir(&out)
-        .status()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run tar: {e}") })?;
-    if !status.success() {
-        return fail(STEP, "tar -cJf bundle.tar.xz failed");
-    }
-    fs::remove_dir_all(&bundles).map_err(|e| io(&bundles, e))?;
-    timer.done();
-
+    record_references(&run_sh, &work, &bundles)?;
+    compress(&out, &bundles)?;
     kernel_time(project, cache, &out)?;
 
     let total = folder_bytes(&out)?;
@@ -134,6 +101,51 @@ pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
         ),
     );
     Ok(out)
+}
+
+/// Runs `run.sh --record` (the script at `run_sh`) on this machine's CPU device, which records
+/// each run's results in `bundles`' reference folder (`work` holds its scratch results), and
+/// says how many runs and kernels it recorded. Fails when a run's reference could not be
+/// recorded.
+fn record_references(run_sh: &Path, work: &Path, bundles: &Path) -> Result<()> {
+    let timer = Timer::start(STEP, "each run on this machine's CPU device: sh run.sh --record");
+    let status = Command::new("sh")
+        .arg(run_sh)
+        .arg("--record")
+        .env("GPU_CHECK_RESULTS", work.join("record-results"))
+        .status()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot run sh: {e}") })?;
+    if !status.success() {
+        return fail(STEP, "a run's reference could not be recorded; its output is above");
+    }
+    timer.done();
+    let kernels = recorded_kernels(&bundles.join("reference"))?;
+    say(
+        STEP,
+        format!(
+            "{} runs of {} programs recorded, {kernels} kernels launched on the CPU device",
+            ROWS.len(),
+            BUILDS.len()
+        ),
+    );
+    Ok(())
+}
+
+/// Compresses `out`'s `bundle` folder (`bundles`) into `bundle.tar.xz` and removes the folder.
+fn compress(out: &Path, bundles: &Path) -> Result<()> {
+    let timer = Timer::start(STEP, "compress the bundle (xz -9)");
+    let status = Command::new("tar")
+        .args(["-cJf", "bundle.tar.xz", "bundle"])
+        .env("XZ_OPT", "-9 -T2")
+        .current_dir(out)
+        .status()
+        .map_err(|e| Failure { step: STEP, message: format!("cannot run tar: {e}") })?;
+    if !status.success() {
+        return fail(STEP, "tar -cJf bundle.tar.xz failed");
+    }
+    fs::remove_dir_all(bundles).map_err(|e| io(bundles, e))?;
+    timer.done();
+    Ok(())
 }
 
 /// The check of `./x.py gpu-check` on a machine without a GPU (this one), for `./x.py test`:

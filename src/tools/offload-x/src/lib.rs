@@ -12,8 +12,9 @@
 //!    recorded as the base commit of a git repository kept outside the tree ([`upstream`]);
 //! 5. `[PATCH]` our patches and new files, written only where the result differs from what is
 //!    on disk, so an unchanged project rebuilds nothing ([`materialize`]);
-//! 6. `[BUILD]`, `[TEST]`, `[RUN]`: upstream's bootstrap inside the sysroot ([`commands`]), and
-//!    NVIDIA's `ptxas`/`nvlink` from a pinned wheel, which check the nvptx images ([`cuda`]);
+//! 6. `[BUILD]`, `[TEST]`, `[RUN]`: upstream's bootstrap inside the sysroot ([`commands`],
+//!    [`bootstrap`]), and NVIDIA's `ptxas`/`nvlink` from a pinned wheel, which check the nvptx
+//!    images ([`cuda`]);
 //! 7. `[STYLE]`: upstream's tidy and rustfmt on our files, part of `./x.py test` ([`style`]);
 //!    `[SERIES]`: the patch series as a stack of commits, and a check that each prefix builds
 //!    ([`series`]); `[OUTSIDE]`: offload programs on this machine's own OS ([`outside`]);
@@ -23,6 +24,7 @@
 //! step interrupted half-way leaves its work in a `*.tmp` path that the next run discards.
 
 pub mod bench;
+pub mod bootstrap;
 pub mod cache;
 pub mod commands;
 pub mod cuda;

@@ -184,7 +184,7 @@ impl Verb {
             Verb::Series(series) => {
                 commands::prepare(project, cache)?;
                 match series {
-                    Series::Apply => commands::series_apply(project, cache),
+                    Series::Apply => offload_x::series::record(project, cache),
                     Series::Check { from } => {
                         offload_x::series::check_prefixes(project, cache, from.as_deref())
                     }

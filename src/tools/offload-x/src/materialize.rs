@@ -9,7 +9,9 @@
 //!   the `upstream` base commit, or against the file as the patches before it left it. Patches
 //!   apply in file-name order, without fuzz. Several patches may change one file; `export`
 //!   writes a tree edit of such a file into the last patch that changes it, and keeps the
-//!   earlier patches' sections as they are.
+//!   earlier patches' sections as they are. A later patch may also change a new file that an
+//!   earlier patch brings: the project then stores the file as that patch brings it, and the
+//!   later patch holds its own hunks, so that each patch keeps to its concern.
 //!
 //! A patch's header names the new files it brings (`New-Files:`, one path per continuation
 //! line), so that each patch with its new files is one step of a series that builds
@@ -86,7 +88,7 @@ pub struct Patch {
 }
 
 impl Patch {
-    /// The file name without `.patch`, like `0004-middle-offload-kernel-identity`.
+    /// The file name without `.patch`, like `0012-middle-offload-kernel-identity`.
     pub fn name(&self) -> String {
         self.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
     }
@@ -249,8 +251,38 @@ pub fn desired(project: &Path, cache: &Cache) -> Result<Desired> {
         })?;
         want.insert(rel, Some(bytes));
     }
-    want.extend(apply_series(cache, &patches(project)?)?);
+    want.extend(apply_series(cache, project, &patches(project)?)?);
     Ok(want)
+}
+
+/// Content of `rel` before `patches[index]` applies, as far as the patches before it are
+/// concerned: for a new file, the project's file once the earlier patch whose `New-Files:`
+/// names it has brought it (`None` before that, so that a section of a patch that comes first
+/// does not apply); for any other file, upstream's.
+fn content_before(
+    cache: &Cache,
+    project: &Path,
+    patches: &[Patch],
+    index: usize,
+    rel: &str,
+) -> Result<Option<Vec<u8>>> {
+    let Some(creator) = patches.iter().position(|p| p.new_files.iter().any(|f| f == rel)) else {
+        return base_content(cache, rel);
+    };
+    if creator >= index {
+        return Ok(None);
+    }
+    let path = project.join(rel);
+    fs::read(&path).map(Some).map_err(|e| Failure {
+        step: STEP,
+        message: format!("cannot read {}: {e}", path.display()),
+    })
+}
+
+/// Whether a patch of `patches` changes the new file `rel` after the patch that brings it.
+fn new_file_patched_later(patches: &[Patch], rel: &str) -> bool {
+    patches.iter().any(|p| p.files.iter().any(|f| f == rel))
+        && patches.iter().any(|p| p.new_files.iter().any(|f| f == rel))
 }
 
 /// Applies the patch file `patch` in `dir` with `patch -p1 --fuzz=0` (hunks found by their
@@ -270,10 +302,10 @@ fn apply_patch_file(dir: &Path, patch: &Path) -> Result<std::result::Result<(), 
     Ok(Err(crate::ui::tail(&why, 3)))
 }
 
-/// Applies `patches` in order, each to the files as the patches before it left them, in a
-/// scratch folder of the cache, and returns the content of each file they touch after the
-/// whole series.
-pub fn apply_series(cache: &Cache, patches: &[Patch]) -> Result<Desired> {
+/// Applies `patches` in order, each to the files as the patches before it left them (a new file
+/// of an earlier patch as the project stores it), in a scratch folder of the cache, and returns
+/// the content of each file they touch after the whole series.
+pub fn apply_series(cache: &Cache, project: &Path, patches: &[Patch]) -> Result<Desired> {
     let io = |e: std::io::Error, p: &Path| Failure {
         step: STEP,
         message: format!("cannot write {}: {e}", p.display()),
@@ -281,12 +313,12 @@ pub fn apply_series(cache: &Cache, patches: &[Patch]) -> Result<Desired> {
     let scratch = cache.root.join("patch-scratch");
     let _ = fs::remove_dir_all(&scratch);
     let mut after = Desired::new();
-    for patch in patches {
+    for (index, patch) in patches.iter().enumerate() {
         for rel in &patch.files {
             let target = scratch.join(rel);
             if !after.contains_key(rel) {
                 fs::create_dir_all(target.parent().unwrap()).map_err(|e| io(e, &target))?;
-                if let Some(bytes) = base_content(cache, rel)? {
+                if let Some(bytes) = content_before(cache, project, patches, index, rel)? {
                     fs::write(&target, bytes).map_err(|e| io(e, &target))?;
                 }
             }
@@ -372,12 +404,14 @@ pub fn materialize(project: &Path, cache: &Cache, extra: &[(&str, Vec<u8>)]) -> 
     Ok(report)
 }
 
-/// The content of upstream's `rel` after `sections` (each patch's section for `rel`, in series
-/// order) are applied with `patch -p1 --fuzz=0`; `None` when upstream has no such file. Fails
-/// naming the patch whose section does not apply.
+/// The content of `rel` after `sections` (each patch's section for `rel`, in series order) are
+/// applied with `patch -p1 --fuzz=0` to `start` (upstream's file, or a new file as the patch
+/// that brings it leaves it); `None` when `start` is `None` and no section creates the file.
+/// Fails naming the patch whose section does not apply.
 fn state_after_sections(
     cache: &Cache,
     rel: &str,
+    start: Option<Vec<u8>>,
     sections: &[(&Path, &str)],
 ) -> Result<Option<Vec<u8>>> {
     let scratch = cache.root.join("export-scratch");
@@ -388,7 +422,7 @@ fn state_after_sections(
         message: format!("cannot write {}: {e}", p.display()),
     };
     fs::create_dir_all(target.parent().unwrap()).map_err(|e| io(e, &target))?;
-    if let Some(bytes) = base_content(cache, rel)? {
+    if let Some(bytes) = start {
         fs::write(&target, bytes).map_err(|e| io(e, &target))?;
     }
     for (patch, section) in sections {
@@ -401,8 +435,8 @@ fn state_after_sections(
             return fail(
                 STEP,
                 format!(
-                    "{}'s section of {rel} does not apply to upstream plus the patches before \
-                     it: {why}; fix that section first",
+                    "{}'s section of {rel} does not apply to the file as the patches before it \
+                     leave it: {why}; fix that section first",
                     patch.display(),
                 ),
             );
@@ -425,10 +459,13 @@ fn diff_since(cache: &Cache, rel: &str, before: &Option<Vec<u8>>) -> Result<Stri
         cmd
     };
     let Some(bytes) = before else {
-        // Our new files are stored as files, never created by a patch.
+        // Our new files are stored as files, never created by a patch's section.
         return fail(
             STEP,
-            format!("{rel} is created by one patch and changed by another; keep it as a new file"),
+            format!(
+                "{rel} is changed by a patch before the one whose `{NEW_FILES_FIELD}` brings it; \
+                 move that section to a later patch"
+            ),
         );
     };
     {
@@ -520,7 +557,7 @@ pub fn export(
     // Everything is computed before anything is written, so a refusal leaves the project as
     // it was.
     let mut writes = Vec::new();
-    for (patch, body) in patches.iter().zip(regenerated_bodies(cache, &patches)?) {
+    for (patch, body) in patches.iter().zip(regenerated_bodies(cache, project, &patches)?) {
         let text = format!("{}{}", patch.header, body);
         if fs::read_to_string(&patch.path).ok().as_deref() != Some(&text) {
             drift.push(Drift::Patch(patch.path.clone()));
@@ -553,7 +590,7 @@ pub fn export(
             _ => drift.extend(unowned.into_iter().map(Drift::Unowned)),
         }
     }
-    drift.extend(export_new_files(project, cache, &untracked, write)?);
+    drift.extend(export_new_files(project, cache, &patches, &untracked, write)?);
     drift.extend(new_file_drift(project, &patches)?);
     Ok(drift)
 }
@@ -572,9 +609,10 @@ fn diff_of(cache: &Cache, files: &[String]) -> Result<String> {
 }
 
 /// Each patch's body (its sections, without the header) as the tree now asks for it. A file
-/// that several patches change: its tree edits go to the last of them, as a diff against the
-/// file as the earlier ones left it; their sections stay as they are.
-fn regenerated_bodies(cache: &Cache, patches: &[Patch]) -> Result<Vec<String>> {
+/// that several patches change, or a new file that a later patch changes: its tree edits go to
+/// the last of them, as a diff against the file as the earlier ones left it; their sections
+/// stay as they are.
+fn regenerated_bodies(cache: &Cache, project: &Path, patches: &[Patch]) -> Result<Vec<String>> {
     let mut last_owner: BTreeMap<&str, usize> = BTreeMap::new();
     let mut owners: BTreeMap<&str, usize> = BTreeMap::new();
     for (index, patch) in patches.iter().enumerate() {
@@ -589,7 +627,7 @@ fn regenerated_bodies(cache: &Cache, patches: &[Patch]) -> Result<Vec<String>> {
         for (file, section) in patch.files.iter().zip(&patch.sections) {
             if last_owner[file.as_str()] != index {
                 body.push_str(section);
-            } else if owners[file.as_str()] == 1 {
+            } else if owners[file.as_str()] == 1 && !new_file_patched_later(patches, file) {
                 body.push_str(&diff_of(cache, std::slice::from_ref(file))?);
             } else {
                 // Only the earlier patches' sections of this file matter: the patch being
@@ -605,7 +643,8 @@ fn regenerated_bodies(cache: &Cache, patches: &[Patch]) -> Result<Vec<String>> {
                             .map(move |(_, section)| (p.path.as_path(), section.as_str()))
                     })
                     .collect();
-                let before = state_after_sections(cache, file, &earlier)?;
+                let start = content_before(cache, project, patches, index, file)?;
+                let before = state_after_sections(cache, file, start, &earlier)?;
                 body.push_str(&diff_since(cache, file, &before)?);
             }
         }
@@ -638,10 +677,12 @@ fn write_new_patch(
 }
 
 /// The tree's new files (`untracked`, in the [`NEW_FILE_ROOTS`]) that the project lacks or
-/// holds otherwise; with `write`, copied into the project.
+/// holds otherwise; with `write`, copied into the project. A new file that a later patch
+/// changes is left as the project stores it: its tree edits are that patch's.
 fn export_new_files(
     project: &Path,
     cache: &Cache,
+    patches: &[Patch],
     untracked: &[String],
     write: bool,
 ) -> Result<Vec<Drift>> {
@@ -649,6 +690,9 @@ fn export_new_files(
     for rel in untracked {
         // Lock files are what the vendored build writes, not ours.
         if !in_new_file_root(rel) || rel.ends_with("Cargo.lock") {
+            continue;
+        }
+        if new_file_patched_later(patches, rel) {
             continue;
         }
         let from = cache.tree().join(rel);

@@ -70,7 +70,7 @@ pub const SYSROOT_PACKAGES: &[&str] = &[
     // Trixie's LLVM links Polly into its passes (`getPollyPluginInfo`): a compiler that links
     // LLVM statically (`llvm.link-shared = false` in `config.example.toml`) needs its archives.
     "libpolly-22-dev",
-    // The compiler's allocator (`rust.jemalloc` in `config.example.toml`, patch 0024).
+    // The compiler's allocator (`rust.jemalloc` in `config.example.toml`, patch 0028).
     "libjemalloc-dev",
 ];
 

@@ -44,7 +44,7 @@ pub const SERIES_BRANCH: &str = "offload-series";
 /// One patch of the series as a commit.
 #[derive(Debug)]
 pub struct SeriesCommit {
-    /// The patch's name, like `0004-middle-offload-kernel-identity`.
+    /// The patch's name, like `0012-middle-offload-kernel-identity`.
     pub name: String,
     /// The commit's hash.
     pub commit: String,
@@ -360,4 +360,24 @@ impl Passed {
             message: format!("cannot write {}: {e}", self.path.display()),
         })
     }
+}
+
+/// `[SERIES]` as `./x.py test` and `./x.py series` run it: the series recorded as commits
+/// (every patch applies after the ones before it; every new file belongs to one patch).
+pub fn record(project: &Path, cache: &Cache) -> Result<()> {
+    let commits = crate::series::build(project, cache)?;
+    say(
+        "SERIES",
+        format!(
+            "{} patches apply in order; the stack is branch {} of {} \
+             (`git --git-dir {} log -p --reverse {}..{}`)",
+            commits.len(),
+            SERIES_BRANCH,
+            cache.tree_git().display(),
+            cache.tree_git().display(),
+            crate::upstream::BASE_BRANCH,
+            SERIES_BRANCH,
+        ),
+    );
+    Ok(())
 }

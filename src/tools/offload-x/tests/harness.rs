@@ -339,6 +339,79 @@ fn every_new_compiler_file_belongs_to_one_patch() {
 }
 
 #[test]
+fn a_later_patch_keeps_its_own_hunks_of_an_earlier_patchs_new_file() {
+    let (project, cache) = setup("new-file-hunks");
+    let text = |lines: &[&str]| format!("fn c() {{\n{}}}\n", lines.concat());
+    // 0001 brings compiler/c.rs; while no later patch changes it, a tree edit of it is copied
+    // into the project's file.
+    write(&project.join("compiler/c.rs"), &text(&["    first();\n"]));
+    let brings = PATCH_A.replacen("---\n", "New-Files:\n compiler/c.rs\n---\n", 1);
+    write(&project.join("src/patches/0001-a.patch"), &brings);
+    materialize::materialize(&project, &cache, &[]).unwrap();
+    let c = cache.tree().join("compiler/c.rs");
+    write(&c, &text(&["    first();\n", "    second();\n"]));
+    materialize::export(&project, &cache, true, None).unwrap();
+    assert_eq!(
+        fs::read_to_string(project.join("compiler/c.rs")).unwrap(),
+        text(&["    first();\n", "    second();\n"])
+    );
+    // A person moves `second();` out of 0001 into 0002, a hunk of 0002 against 0001's file.
+    write(&project.join("compiler/c.rs"), &text(&["    first();\n"]));
+    let later = concat!(
+        "Description: add second\nForwarded: not-needed\nLast-Update: 2026-12-05\n---\n",
+        "diff --git a/compiler/c.rs b/compiler/c.rs\n",
+        "--- a/compiler/c.rs\n",
+        "+++ b/compiler/c.rs\n",
+        "@@ -1,3 +1,4 @@\n",
+        " fn c() {\n",
+        "     first();\n",
+        "+    second();\n",
+        " }\n",
+    );
+    write(&project.join("src/patches/0002-c.patch"), later);
+    // The tree already holds the result: export only normalizes 0002 (git's `index` line),
+    // keeps the project's c.rs as 0001 brings it, and check then agrees.
+    assert_eq!(
+        materialize::export(&project, &cache, false, None).unwrap(),
+        vec![Drift::Patch(project.join("src/patches/0002-c.patch"))]
+    );
+    materialize::export(&project, &cache, true, None).unwrap();
+    assert_eq!(materialize::export(&project, &cache, false, None).unwrap(), vec![]);
+    assert_eq!(
+        fs::read_to_string(project.join("compiler/c.rs")).unwrap(),
+        text(&["    first();\n"])
+    );
+    // A further tree edit of c.rs goes into 0002, the last patch that changes it.
+    write(&c, &text(&["    first();\n", "    second();\n", "    third();\n"]));
+    materialize::export(&project, &cache, true, None).unwrap();
+    assert_eq!(
+        fs::read_to_string(project.join("compiler/c.rs")).unwrap(),
+        text(&["    first();\n"])
+    );
+    let patch = fs::read_to_string(project.join("src/patches/0002-c.patch")).unwrap();
+    assert!(patch.contains("+    second();\n+    third();\n"), "{patch}");
+    // Materializing gives the same tree, and the series has c.rs as each step leaves it.
+    materialize::materialize(&project, &cache, &[]).unwrap();
+    assert_eq!(
+        fs::read_to_string(&c).unwrap(),
+        text(&["    first();\n", "    second();\n", "    third();\n"])
+    );
+    let commits = series::build(&project, &cache).unwrap();
+    let show = |spec: &str| {
+        let out = upstream::git(&cache).args(["show", spec]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(show(&format!("{}:compiler/c.rs", commits[0].commit)), text(&["    first();\n"]));
+    assert!(show(&format!("{}:compiler/c.rs", commits[1].commit)).contains("third();"));
+
+    // A section of c.rs in a patch before the one that brings it does not apply, by name.
+    fs::rename(project.join("src/patches/0002-c.patch"), project.join("src/patches/0000-c.patch"))
+        .unwrap();
+    let err = materialize::materialize(&project, &cache, &[]).unwrap_err();
+    assert!(err.message.contains("0000-c.patch does not apply"), "{err}");
+}
+
+#[test]
 fn export_needs_only_the_earlier_patches_of_a_shared_file_to_apply() {
     let (project, cache) = setup("moved-hunk");
     write(&project.join("src/patches/0001-a.patch"), PATCH_A);

@@ -1,12 +1,14 @@
 //! Helpers of the offload fork's run-make tests (`tests/run-make/offload-*`), imported as
 //! `run_make_support::offload::{...}` like the rest of this library. They find the fork's
-//! toolchain ([`toolchain`]), read what the offload passes produce and check device images with
-//! the GPU vendors' tools ([`image`]), and run `cargo offload` on test projects ([`cargo`]).
+//! toolchain ([`toolchain`]), run the offload passes by hand ([`passes`]), read what they
+//! produce and check device images with the GPU vendors' tools ([`image`]), and run `cargo
+//! offload` on test projects ([`cargo`]).
 //!
 //! The scenarios the tests name (S1, S2, ...) are defined in the fork's `src/doc/scenarios.md`.
 
 pub mod cargo;
 pub mod image;
+pub mod passes;
 pub mod toolchain;
 
 pub use cargo::{
@@ -19,6 +21,7 @@ pub use image::{
     manifest_symbols, offload_entries, ptx_kernels, undefined_functions, unreached_functions,
     vendor_check, vendor_result,
 };
+pub use passes::{device_pass, host_metadata_pass, host_pass, manifest_device_pass};
 pub use toolchain::{
     cuda_tool, device_sysroot, gpu_sysroot, llvm_tool, offload_tools_bin, project_example,
     report_library, rustc, stage0_cargo,

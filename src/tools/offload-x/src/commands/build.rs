@@ -1,0 +1,68 @@
+//! `./x.py build`: the stage-1 toolchain, the GPU and device sysroots, the vendors' tools and
+//! `cargo offload`.
+
+use std::path::Path;
+
+use super::prepare;
+use crate::bootstrap::bootstrap;
+use crate::cache::{Cache, copy_dir, gpu_sysroot};
+use crate::pins::HOST;
+use crate::tools::install_cargo_offload;
+use crate::ui::{Failure, Result, Timer};
+
+/// `[BUILD]`: stage-1 compiler, host std, `core` and `alloc` for the GPU targets.
+///
+/// One bootstrap invocation for all targets: each invocation assembles the stage-1 sysroot
+/// afresh, keeping only the libraries of the targets it built.
+pub fn build(project: &Path, cache: &Cache) -> Result<()> {
+    prepare(project, cache)?;
+    let mut targets = vec![HOST.to_string()];
+    targets.extend(offload_targets::gpu_targets().map(|t| t.triple.to_string()));
+    let targets = targets.join(",");
+    let timer = Timer::start(
+        "BUILD",
+        format!(
+            "stage-1 compiler, library for {targets} (cold: about 27 minutes; up to date: seconds)"
+        ),
+    );
+    bootstrap(cache, "BUILD", &["build", "--stage", "1", "library", "--target", &targets])?;
+    timer.done();
+    save_gpu_sysroot(cache)?;
+    crate::device_sysroot::ensure(cache)?;
+    crate::cuda::ensure_cuda_tools(cache)?;
+    install_cargo_offload(project, cache)?;
+    Ok(())
+}
+
+/// Copies the GPU targets' libraries from the stage-1 sysroot to [`gpu_sysroot`].
+fn save_gpu_sysroot(cache: &Cache) -> Result<()> {
+    for target in offload_targets::gpu_targets().map(|t| t.triple) {
+        let rel = format!("lib/rustlib/{target}/lib");
+        copy_dir(&cache.stage1().join(&rel), &gpu_sysroot(cache).join(&rel)).map_err(|e| {
+            Failure {
+                step: "BUILD",
+                message: format!("cannot save the {target} libraries of the stage-1 sysroot: {e}"),
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// Puts the GPU targets' libraries back into the stage-1 sysroot after a bootstrap invocation
+/// that removed them, so that `./x.py rustc --target <gpu>` keeps working.
+pub(super) fn restore_gpu_sysroot(cache: &Cache) -> Result<()> {
+    for target in offload_targets::gpu_targets().map(|t| t.triple) {
+        let rel = format!("lib/rustlib/{target}/lib");
+        if !cache.stage1().join(&rel).exists() {
+            copy_dir(&gpu_sysroot(cache).join(&rel), &cache.stage1().join(&rel)).map_err(|e| {
+                Failure {
+                    step: "TEST",
+                    message: format!(
+                        "cannot restore the {target} libraries of the stage-1 sysroot: {e}"
+                    ),
+                }
+            })?;
+        }
+    }
+    Ok(())
+}

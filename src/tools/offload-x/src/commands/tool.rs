@@ -1,0 +1,42 @@
+//! `./x.py cargo|rustc|<program> ...`: a program of the stage-1 toolchain, run inside the
+//! sysroot (and, for `cargo offload run|test`, its programs outside it).
+
+use std::ffi::OsString;
+use std::process::ExitStatus;
+
+use crate::cache::{Cache, offload_tools_bin};
+use crate::toolchain::{cargo_with_plan, run_plan, toolchain};
+use crate::ui::{Failure, Result, fail};
+
+/// Runs `program args` in the caller's directory inside the sysroot, with the stage-1
+/// toolchain first on PATH. Returns the program's exit status.
+pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<ExitStatus> {
+    let rustc = cache.stage1_rustc();
+    if !rustc.exists() {
+        return fail(
+            "RUN",
+            format!("{} does not exist: run `./x.py build` first", rustc.display()),
+        );
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure { step: "RUN", message: format!("no current directory: {e}") })?;
+    if program == "cargo" {
+        let (mut inside, plan) = cargo_with_plan(cache, &cwd, args, &[])?;
+        let status = crate::sysroot::status("RUN", &mut inside)?;
+        return match plan.take() {
+            Some(plan) if status.success() => run_plan(cache, plan).status().map_err(|e| Failure {
+                step: "RUN",
+                message: format!(
+                    "cannot run {}: {e}",
+                    offload_tools_bin(cache).join("cargo-offload").display()
+                ),
+            }),
+            _ => Ok(status),
+        };
+    }
+    let mut enter = toolchain(cache, &cwd, program).args(args);
+    if program == "rustc" {
+        enter.program = rustc.into();
+    }
+    enter.status(cache, "RUN")
+}
