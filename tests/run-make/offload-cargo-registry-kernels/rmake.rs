@@ -8,9 +8,10 @@
 //! its registry and the host build's version and features. Built for `gfx90a` and `sm_90` too,
 //! where the vendors' tools check the images and each defines the manifest's kernels.
 //!
-//! A registry crate that defines a kernel but needs `std` on every target (`stdkern/`) stops
-//! the device pass (`sm_90`'s, and the CPU device's) with one error that names the crate and
-//! the lines that make it build for a device, without rustc's `-Zbuild-std` hint.
+//! A registry crate that defines a kernel but needs `std` on every target (`stdkern/`) runs on
+//! the CPU device, whose device sysroot has a `std`, and stops `sm_90`'s device pass with one
+//! error that names the crate and the lines that make it build for a GPU, without rustc's
+//! `-Zbuild-std` hint.
 
 //@ only-x86_64
 //@ needs-offload
@@ -135,8 +136,8 @@ fn main() {
     std_only_kernel_crate(&env);
 }
 
-/// `stdkern`'s kernel in the program `std-app`: the device passes of `sm_90` and of the CPU
-/// device stop with one error that names `stdkern` and what to change.
+/// `stdkern`'s kernel in the program `std-app`: it runs on the CPU device, and the device pass
+/// of `sm_90` stops with one error that names `stdkern` and what to change.
 fn std_only_kernel_crate(env: &[(&str, &Path)]) {
     let app = cwd().join("std-app");
     rfs::create_dir_all(app.join("src"));
@@ -155,16 +156,17 @@ fn std_only_kernel_crate(env: &[(&str, &Path)]) {
          \x20   println!(\"negate: {} {:?}\", stdkern::label(&x), &x[..3]);\n\
          }\n",
     );
-    for arch in ["sm_90", "host"] {
-        let args = ["build", "--offline", &format!("--offload-arch={arch}")];
-        let stderr = cargo_offload_fails_with(&app, &args, env).stderr_utf8();
-        assert!(
-            stderr.contains(&format!("device pass {arch} ("))
-                && stderr.contains("failed: `stdkern` (package `registry+")
-                && stderr.contains("cannot find `std`: the device passes compile against `core`")
-                && stderr.contains("\n\n    #![cfg_attr(offload_device, no_std)]\n\n")
-                && !stderr.contains("build-std"),
-            "{stderr}"
-        );
-    }
+    let run = cargo_offload_with(&app, &["run", "--offline", "--offload-arch=host"], env);
+    let stdout = run.stdout_utf8();
+    assert!(stdout.contains("negate: 50 values [0, -1, -2]"), "{stdout}");
+    let args = ["build", "--offline", "--offload-arch=sm_90"];
+    let stderr = cargo_offload_fails_with(&app, &args, env).stderr_utf8();
+    assert!(
+        stderr.contains("device pass sm_90 (")
+            && stderr.contains("failed: `stdkern` (package `registry+")
+            && stderr.contains("cannot find `std`: a GPU's device passes compile against `core`")
+            && stderr.contains("\n\n    #![cfg_attr(offload_device, no_std)]\n\n")
+            && !stderr.contains("-Zbuild-std"),
+        "{stderr}"
+    );
 }

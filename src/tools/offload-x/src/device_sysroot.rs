@@ -1,5 +1,5 @@
-//! The device sysroot: `core` for every device target of `cargo offload`, built once per
-//! toolchain, so that no project builds `core` for its device passes.
+//! The device sysroot: `core` for every device target of `cargo offload`, and `std` for the CPU
+//! device, built once per toolchain, so that no project builds them for its device passes.
 //!
 //! The manifest-driven device pass defines in its image everything its kernels reach, from
 //! MIR, at the image crate's own `-Ctarget-cpu` (nothing is linked into an image). A `core`
@@ -7,9 +7,11 @@
 //! every GPU of its target. Bootstrap builds such a `core` for the GPU targets
 //! (`config.example.toml`); the host's own `core` in the stage-1 sysroot is `std`'s, built without
 //! it, so the CPU device gets its own, built here with the stage-1 compiler and cargo's
-//! `-Zbuild-std=core` (release profile, `-Cpanic=abort` as the image crate's profile,
-//! `-Zalways-encode-mir`, `-Zcross-crate-inline-threshold=always` as the device pass compiles
-//! crates, and `--cfg offload_device`, which adds `core::offload`'s runner of a launch's grid).
+//! `-Zbuild-std=std,panic_abort` (release profile, `-Cpanic=abort` as the image crate's
+//! profile, `-Zalways-encode-mir`, `-Zcross-crate-inline-threshold=always` as the device pass
+//! compiles crates, and `--cfg offload_device`, which adds `core::offload`'s runner of a
+//! launch's grid). Its `std`, on that `core`, lets a `std` program compile unchanged in the CPU
+//! device's passes: the host's target has a `std`, a GPU's has none.
 //! The folder is a sysroot of its own, `lib/rustlib/<target>/lib` per target, which `cargo
 //! offload` takes from `CARGO_OFFLOAD_DEVICE_SYSROOT`.
 
@@ -25,7 +27,7 @@ const STEP: &str = "BUILD";
 
 /// How the CPU device's `core` is built; part of the sysroot's `stamp`, so that a change here
 /// rebuilds it.
-const RECIPE: &str = "cargo build --release -Zbuild-std=core, -Zalways-encode-mir \
+const RECIPE: &str = "cargo build --release -Zbuild-std=std,panic_abort, -Zalways-encode-mir \
                       -Zcross-crate-inline-threshold=always --cfg offload_device, panic=abort";
 
 /// What the CPU device's `core` was built by and how: [`RECIPE`] and the stage-1 compiler's
@@ -53,7 +55,7 @@ fn compiler_identity(cache: &Cache) -> String {
 }
 
 /// Writes the device sysroot: the GPU targets' libraries of the stage-1 build, and the CPU
-/// device's `core`, rebuilt only when the compiler or the recipe changed (27 s here).
+/// device's `core` and `std`, rebuilt only when the compiler or the recipe changed.
 pub fn ensure(cache: &Cache) -> Result<()> {
     let root = device_sysroot(cache);
     let io = |what: String| {
@@ -71,7 +73,10 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     }
     let timer = Timer::start(
         STEP,
-        format!("`core` for the CPU device ({HOST}, -Zalways-encode-mir, cross-crate inlinable)"),
+        format!(
+            "`core` and `std` for the CPU device ({HOST}, -Zalways-encode-mir, cross-crate \
+             inlinable)"
+        ),
     );
     let work = cache.root.join("offload-cpu-device-core");
     fs::create_dir_all(work.join("src"))
@@ -86,7 +91,8 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     let target_dir = work.join("target");
     let _ = fs::remove_dir_all(&target_dir);
     let mut enter = toolchain(cache, &work, "cargo")
-        .args(["build", "--release", "-Zbuild-std=core", "--target", HOST, "--target-dir"])
+        .args(["build", "--release", "-Zbuild-std=std,panic_abort", "--target", HOST])
+        .arg("--target-dir")
         .arg(&target_dir)
         .env("RUSTC_BOOTSTRAP", "1")
         // `offload_device`: the grid runner and work-item state of `core::offload`. Every
@@ -109,21 +115,25 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     let lib = root.join(format!("lib/rustlib/{HOST}/lib"));
     let _ = fs::remove_dir_all(&lib);
     fs::create_dir_all(&lib).map_err(io(format!("cannot create {}", lib.display())))?;
-    let mut copied = 0;
+    // One `core` and one `std`: a second copy of either would make every device pass that
+    // names it ambiguous.
+    let (mut cores, mut stds) = (0, 0);
     for entry in
         fs::read_dir(&deps).map_err(io(format!("cannot read {}", deps.display())))?.flatten()
     {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.ends_with(".rlib") && !name.starts_with("liboffload_cpu_device_core") {
             fs::copy(entry.path(), lib.join(&name)).map_err(io(format!("cannot copy {name}")))?;
-            copied += usize::from(name.starts_with("libcore-"));
+            cores += usize::from(name.starts_with("libcore-"));
+            stds += usize::from(name.starts_with("libstd-"));
         }
     }
-    if copied != 1 {
+    if (cores, stds) != (1, 1) {
         return fail(
             STEP,
             format!(
-                "{} holds {copied} libcore rlibs after `-Zbuild-std=core`, not one",
+                "{} holds {cores} libcore and {stds} libstd rlibs after \
+                 `-Zbuild-std=std,panic_abort`, not one of each",
                 deps.display()
             ),
         );
