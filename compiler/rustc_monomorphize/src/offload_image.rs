@@ -18,7 +18,6 @@ use rustc_hir::def_id::DefId;
 use rustc_hir::weak_lang_items::WEAK_LANG_ITEMS;
 use rustc_middle::middle::codegen_fn_attrs::CodegenFnAttrFlags;
 use rustc_middle::middle::exported_symbols::ExportedSymbol;
-use rustc_middle::mir::{Body, TerminatorKind};
 use rustc_middle::ty::{Instance, InstanceKind, TyCtxt};
 
 use crate::errors;
@@ -37,11 +36,8 @@ pub(crate) fn instantiate_upstream_in_image<'tcx>(
     def_id: DefId,
 ) -> bool {
     match tcx.def_kind(def_id) {
-        // A GPU has no thread-local storage; the CPU device's image has its own, for `core`'s
-        // work-item state (`core::offload`) as for any thread-local that a kernel reaches.
-        DefKind::Static { .. } => {
-            !tcx.is_thread_local_static(def_id) || !tcx.sess.target.is_like_gpu
-        }
+        // A GPU has no thread-local storage.
+        DefKind::Static { .. } => !tcx.is_thread_local_static(def_id),
         DefKind::Ctor(..) => true,
         _ if tcx.is_mir_available(def_id) => true,
         _ => {
@@ -144,22 +140,6 @@ pub(crate) fn bind_foreign_fn<'tcx>(tcx: TyCtxt<'tcx>, instance: Instance<'tcx>)
         }
         _ => instance,
     }
-}
-
-/// `core`'s declaration of the panic handler, as `core::panicking::panic_fmt` calls it (`core`
-/// declares `panic_impl` in more than one function), read from `body_of(panic_fmt)`; `None`
-/// where it calls none (a `core` built with `panic=immediate-abort`).
-pub(crate) fn panic_handler_declaration<'tcx>(
-    tcx: TyCtxt<'tcx>,
-    body_of: impl FnOnce(DefId) -> &'tcx Body<'tcx>,
-) -> Option<DefId> {
-    let panic_fmt = tcx.lang_items().get(LangItem::PanicFmt)?;
-    body_of(panic_fmt).basic_blocks.iter().find_map(|block| {
-        let TerminatorKind::Call { func, .. } = &block.terminator().kind else { return None };
-        let (callee, _) = func.const_fn_def()?;
-        (tcx.is_foreign_item(callee) && weak_lang_item(tcx, callee) == Some(LangItem::PanicImpl))
-            .then_some(callee)
-    })
 }
 
 /// The weak lang item (the panic handler, ...) that the foreign item `def_id` declares, if any:

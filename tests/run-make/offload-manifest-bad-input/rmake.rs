@@ -240,14 +240,8 @@ fn main() {
         &mut device("nothing.rs", "nothing.json"),
         "the offload manifest `nothing.json` lists no kernels",
     );
-    let mut bare = rustc();
-    bare.input("nothing.rs")
-        .crate_type("lib")
-        .edition("2024")
-        .target(TARGET)
-        .sysroot(gpu_sysroot())
-        .target_cpu("gfx90a");
-    bare.arg("-Zoffload=Device");
+    let mut bare = device_pass(Some(TARGET), Some("gfx90a"), "Device");
+    bare.input("nothing.rs").crate_type("lib").edition("2024");
     refused(
         &mut bare,
         "the generic offload kernel `generic_fill` cannot be compiled by `-Zoffload=Device` \
@@ -260,17 +254,13 @@ fn main() {
     host("cdylib.rs").arg("-Zoffload=HostMetadata=cdylib.json").run();
     let dir = cwd().join("cdylib");
     rfs::create_dir_all(&dir);
-    let out = rustc()
+    let out = device_pass(Some(TARGET), Some("gfx90a"), "Device=cdylib.json")
         .input("cdylib.rs")
         .crate_type("cdylib")
         .edition("2024")
-        .target(TARGET)
-        .sysroot(gpu_sysroot())
-        .target_cpu("gfx90a")
         .arg("-Clto=fat")
         .panic("abort")
         .out_dir(&dir)
-        .arg("-Zoffload=Device=cdylib.json")
         .run();
     out.assert_stderr_contains("does not link GPU executables or dynamic libraries");
     let image = rfs::read(dir.join("host.out"));
@@ -323,14 +313,10 @@ fn main() {
         .extern_("twice_dep", twice_host.join("libtwice_dep.rlib"))
         .arg("-Zoffload=HostMetadata=twice.json")
         .run();
-    rustc()
+    device_pass(Some(TARGET), Some("gfx90a"), "Device=twice.json")
         .input("twice_dep.rs")
         .crate_type("rlib")
         .edition("2024")
-        .target(TARGET)
-        .sysroot(gpu_sysroot())
-        .target_cpu("gfx90a")
-        .arg("-Zoffload=Device=twice.json")
         .out_dir(&twice_device)
         .run();
     let twice_device_pass = || {

@@ -20,8 +20,10 @@
 use std::ffi::{CStr, CString};
 
 use rustc_abi::{AddressSpace, Align};
+use rustc_codegen_ssa::back::link::OFFLOAD_CPU_LAUNCH_RECORD;
 use rustc_codegen_ssa::traits::BaseTypeCodegenMethods;
 use rustc_data_structures::fx::FxHashSet;
+use rustc_data_structures::small_c_str::SmallCStr;
 pub(crate) use rustc_middle::ty::offload_kernel::CPU_DEVICE_GRID_RUNNER;
 use rustc_middle::ty::offload_kernel::CPU_DEVICE_PANIC;
 
@@ -101,10 +103,10 @@ const GRID_ENTRY: &str = "offload-grid-entry";
 /// first, i32 count)` calls it for x = first..first + count, with the arguments packed at
 /// `args`, storing x to `thread_idx` (the thread-local [`CPU_DEVICE_THREAD_IDX`]) first; and a
 /// new entry under the kernel's symbol, linkage and signature packs its arguments and calls
-/// `runner(grid_row, args, symbol, flags)`, where `symbol` is the kernel's symbol as a C string
-/// and `flags` has [`KERNEL_SYNCS`] when the body reaches `core::offload::sync_threads`
-/// ([`reaches`]). The entry keeps the kernel's `offload-kernel` attribute. A kernel that is
-/// already such an entry is left as it is.
+/// `runner(grid_row, args, path, flags)`, where `path` is the kernel's Rust path as a C string
+/// ([`kernel_path_constant`]) and `flags` has [`KERNEL_SYNCS`] when the body reaches
+/// `core::offload::sync_threads` ([`reaches`]). The entry keeps the kernel's `offload-kernel`
+/// attribute. A kernel that is already such an entry is left as it is.
 pub(crate) fn run_cpu_kernel_over_grid<'ll>(
     cx: &'ll SimpleCx<'_>,
     kernel: &'ll Value,
@@ -151,11 +153,11 @@ pub(crate) fn run_cpu_kernel_over_grid<'ll>(
         let field = builder.inbounds_gep(args_ty, packed, &[i32_0, cx.get_const_i32(i as u64)]);
         builder.store(param, field, Align::ONE);
     }
-    let symbol = kernel_path_constant(cx, &name);
+    let path = kernel_path_constant(cx, &name);
     let syncs = cx.get_function(CPU_DEVICE_SYNC_THREADS).is_some_and(|sync| reaches(kernel, sync));
     let flags = cx.get_const_i32(if syncs { KERNEL_SYNCS } else { 0 });
     let runner_ty = cx.get_type_of_global(runner);
-    builder.call(runner_ty, runner, &[row, packed, symbol, flags], None);
+    builder.call(runner_ty, runner, &[row, packed, path, flags], None);
     builder.ret_void();
     llvm::set_linkage(entry, linkage);
     llvm::set_visibility(entry, visibility);
@@ -301,11 +303,13 @@ pub(crate) fn place_block_shared_statics(cx: &SimpleCx<'_>, gpu: bool) -> Vec<St
         make_block_shared_thread_local(cx, shared);
         return Vec::new();
     }
-    shared
-        .into_iter()
-        .filter(|old| !move_to_group_memory(cx, old))
-        .map(|old| String::from_utf8_lossy(&llvm::get_value_name(old)).into_owned())
-        .collect()
+    let mut unmoved = Vec::new();
+    for old in shared {
+        if !move_to_block_shared_memory(cx, old) {
+            unmoved.push(String::from_utf8_lossy(&llvm::get_value_name(old)).into_owned());
+        }
+    }
+    unmoved
 }
 
 /// The CPU device's part of [`place_block_shared_statics`]: the block-shared statics `shared`
@@ -341,7 +345,7 @@ fn make_block_shared_thread_local<'ll>(cx: &SimpleCx<'ll>, shared: Vec<&'ll Valu
 /// address space 3, as a new internal global that takes its name, type and alignment and every
 /// use. Returns false, leaving `old` as it is, where the module uses it otherwise than through
 /// casts to the generic address space.
-fn move_to_group_memory(cx: &SimpleCx<'_>, old: &Value) -> bool {
+fn move_to_block_shared_memory(cx: &SimpleCx<'_>, old: &Value) -> bool {
     // Rust reaches a static through a pointer in the generic address space: on nvptx the
     // global itself, on amdgcn (whose globals are in address space 1) a cast of it. A
     // static with another use (none that Rust emits) stays in global memory.
@@ -500,7 +504,7 @@ pub(crate) fn define_default_panic_handler(cx: &SimpleCx<'_>) {
 /// storage (a `cdylib` loaded with `dlopen`), where an initial-exec reference cannot reach.
 /// The runner reads it once per launch.
 pub(crate) fn keep_launch_record_dynamic(cx: &SimpleCx<'_>) {
-    let name = c"__rust_offload_launch";
+    let name = SmallCStr::new(OFFLOAD_CPU_LAUNCH_RECORD);
     if let Some(record) = unsafe { llvm::LLVMGetNamedGlobal(cx.llmod, name.as_ptr()) } {
         llvm::set_thread_local_mode(record, llvm::ThreadLocalMode::GeneralDynamic);
     }

@@ -14,10 +14,10 @@ use crate::errors;
 
 /// Whether the argument tuple `passed` of an `offload` launch fits the parameters of the launched
 /// kernel (`kernel` with `kernel_args`); reports a mismatch at `span`, or else the lint
-/// [`OFFLOAD_SHARED_FOR_MUTABLE`] (at the level of `lint_root`) for each shared pointer passed
-/// for a mutable one. The host maps each argument by the kernel's
-/// parameter type, so a tuple of other types would hand the device other bytes than the kernel
-/// reads. What rustc 1.95 accepts where the ABI agrees is accepted too (see [`ArgFit`]).
+/// [`OFFLOAD_SHARED_FOR_MUTABLE`] (at the level of `lint_root`) for each shared pointer passed for
+/// a mutable one. The host maps each argument by the kernel's parameter type, so a tuple of other
+/// types would hand the device other bytes than the kernel reads. What rustc 1.95 accepts where the
+/// ABI agrees is accepted too (see [`ArgFit`]).
 pub(super) fn launch_args_match<'tcx>(
     tcx: TyCtxt<'tcx>,
     span: Span,

@@ -171,6 +171,18 @@ pub fn patches(project: &Path) -> Result<Vec<Patch>> {
     };
     paths.sort();
     let patches: Vec<Patch> = paths.iter().map(|p| read_patch(p)).collect::<Result<_>>()?;
+    for patch in &patches {
+        if let Some(own) = patch.files.iter().find(|f| patch.new_files.contains(f)) {
+            return fail(
+                STEP,
+                format!(
+                    "{} has a section for {own}, which its own `{NEW_FILES_FIELD}` brings; a new \
+                     file is stored whole as its patch brings it, and only later patches change it",
+                    patch.path.display()
+                ),
+            );
+        }
+    }
     let mut owner: BTreeMap<&str, &Path> = BTreeMap::new();
     for patch in &patches {
         for file in &patch.new_files {
@@ -279,8 +291,9 @@ fn content_before(
     })
 }
 
-/// Whether a patch of `patches` changes the new file `rel` after the patch that brings it.
-fn new_file_patched_later(patches: &[Patch], rel: &str) -> bool {
+/// Whether `rel` is a new file of `patches` (a `New-Files:` entry) that a patch has a section
+/// for: its tree edits then go into the last such patch, never into the project's file.
+fn new_file_has_sections(patches: &[Patch], rel: &str) -> bool {
     patches.iter().any(|p| p.files.iter().any(|f| f == rel))
         && patches.iter().any(|p| p.new_files.iter().any(|f| f == rel))
 }
@@ -463,8 +476,9 @@ fn diff_since(cache: &Cache, rel: &str, before: &Option<Vec<u8>>) -> Result<Stri
         return fail(
             STEP,
             format!(
-                "{rel} is changed by a patch before the one whose `{NEW_FILES_FIELD}` brings it; \
-                 move that section to a later patch"
+                "{rel} does not exist before the patch that changes it: a new file is stored \
+                 whole as the patch whose `{NEW_FILES_FIELD}` names it brings it, and only later \
+                 patches change it"
             ),
         );
     };
@@ -627,7 +641,7 @@ fn regenerated_bodies(cache: &Cache, project: &Path, patches: &[Patch]) -> Resul
         for (file, section) in patch.files.iter().zip(&patch.sections) {
             if last_owner[file.as_str()] != index {
                 body.push_str(section);
-            } else if owners[file.as_str()] == 1 && !new_file_patched_later(patches, file) {
+            } else if owners[file.as_str()] == 1 && !new_file_has_sections(patches, file) {
                 body.push_str(&diff_of(cache, std::slice::from_ref(file))?);
             } else {
                 // Only the earlier patches' sections of this file matter: the patch being
@@ -692,7 +706,7 @@ fn export_new_files(
         if !in_new_file_root(rel) || rel.ends_with("Cargo.lock") {
             continue;
         }
-        if new_file_patched_later(patches, rel) {
+        if new_file_has_sections(patches, rel) {
             continue;
         }
         let from = cache.tree().join(rel);

@@ -365,7 +365,7 @@ impl Passed {
 /// `[SERIES]` as `./x.py test` and `./x.py series` run it: the series recorded as commits
 /// (every patch applies after the ones before it; every new file belongs to one patch).
 pub fn record(project: &Path, cache: &Cache) -> Result<()> {
-    let commits = crate::series::build(project, cache)?;
+    let commits = build(project, cache)?;
     say(
         "SERIES",
         format!(
@@ -375,7 +375,7 @@ pub fn record(project: &Path, cache: &Cache) -> Result<()> {
             SERIES_BRANCH,
             cache.tree_git().display(),
             cache.tree_git().display(),
-            crate::upstream::BASE_BRANCH,
+            BASE_BRANCH,
             SERIES_BRANCH,
         ),
     );

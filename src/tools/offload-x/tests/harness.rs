@@ -409,6 +409,14 @@ fn a_later_patch_keeps_its_own_hunks_of_an_earlier_patchs_new_file() {
         .unwrap();
     let err = materialize::materialize(&project, &cache, &[]).unwrap_err();
     assert!(err.message.contains("0000-c.patch does not apply"), "{err}");
+    // Nor does a section of the patch that brings the file.
+    fs::remove_file(project.join("src/patches/0000-c.patch")).unwrap();
+    write(
+        &project.join("src/patches/0001-a.patch"),
+        &format!("{brings}{}", &later[later.find("diff").unwrap()..]),
+    );
+    let err = materialize::patches(&project).unwrap_err();
+    assert!(err.message.contains("has a section for compiler/c.rs, which its own"), "{err}");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::build::{build, restore_gpu_sysroot};
-use super::fuzz::SHORT_FUZZ_COUNT;
+use super::fuzz::{SHORT_FUZZ_COUNT, fuzz_run};
 use crate::bootstrap::bootstrap_tee;
 use crate::cache::{Cache, stage0_toolchain};
 use crate::tools::{test_cargo_offload, test_manifest_tool};
@@ -47,7 +47,7 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
         test_manifest_tool(project, cache)?;
         test_cargo_offload(project, cache)?;
         timer.done();
-        super::fuzz_run(project, cache, 1, 0, SHORT_FUZZ_COUNT)?;
+        fuzz_run(project, cache, 1, 0, SHORT_FUZZ_COUNT)?;
         crate::outside::check(project, cache)?;
         // The GPU check's bundle builds, and its script runs here with every row "did not run".
         crate::gpu_check::check_without_gpu(project, cache)?;
