@@ -41,6 +41,7 @@ pub mod style;
 pub mod sysroot;
 pub mod test_outcomes;
 pub mod toolchain;
+pub mod toolchain_lock;
 pub mod tools;
 pub mod ui;
 pub mod upstream;

@@ -7,6 +7,7 @@ use super::prepare;
 use crate::bootstrap::bootstrap;
 use crate::cache::{Cache, copy_dir, gpu_sysroot};
 use crate::pins::HOST;
+use crate::toolchain_lock::{ToolchainLock, Use};
 use crate::tools::install_cargo_offload;
 use crate::ui::{Failure, Result, Timer};
 
@@ -16,6 +17,9 @@ use crate::ui::{Failure, Result, Timer};
 /// afresh, keeping only the libraries of the targets it built.
 pub fn build(project: &Path, cache: &Cache) -> Result<()> {
     prepare(project, cache)?;
+    // From the first bootstrap invocation to the installed `cargo-offload`, the toolchain is
+    // being replaced.
+    let _replacing = ToolchainLock::take(cache, "BUILD", Use::Replace)?;
     let mut targets = vec![HOST.to_string()];
     targets.extend(offload_targets::gpu_targets().map(|t| t.triple.to_string()));
     let targets = targets.join(",");

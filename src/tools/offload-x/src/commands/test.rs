@@ -9,6 +9,7 @@ use super::build::{build, restore_gpu_sysroot};
 use super::fuzz::{SHORT_FUZZ_COUNT, fuzz_run};
 use crate::bootstrap::bootstrap_tee;
 use crate::cache::{Cache, stage0_toolchain};
+use crate::toolchain_lock::{ToolchainLock, Use};
 use crate::tools::{test_cargo_offload, test_manifest_tool};
 use crate::ui::{Failure, Result, Timer, fail, say};
 
@@ -65,8 +66,11 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
     let mut args =
         vec!["test", "--stage", "1", "--force-rerun", "--set", "rust.verbose-tests=true"];
     args.extend(suites.iter().map(String::as_str));
+    // Bootstrap assembles the stage-1 sysroot afresh, and the GPU libraries go back after it.
+    let replacing = ToolchainLock::take(cache, "TEST", Use::Replace)?;
     let tested = bootstrap_tee(cache, "TEST", &args);
     restore_gpu_sysroot(cache)?;
+    drop(replacing);
     let output = tested?;
     let expected = crate::test_outcomes::expected_tests(&cache.tree(), &suites);
     match crate::test_outcomes::check(&output, &expected) {

@@ -6,11 +6,14 @@ use std::process::ExitStatus;
 
 use crate::cache::{Cache, offload_tools_bin};
 use crate::toolchain::{cargo_with_plan, run_plan, toolchain};
+use crate::toolchain_lock::{ToolchainLock, Use};
 use crate::ui::{Failure, Result, fail};
 
 /// Runs `program args` in the caller's directory inside the sysroot, with the stage-1
 /// toolchain first on PATH. Returns the program's exit status.
 pub fn run_tool(cache: &Cache, program: &str, args: Vec<OsString>) -> Result<ExitStatus> {
+    // Held until the program (and, for `cargo offload run|test`, the programs it built) ends.
+    let _running = ToolchainLock::take(cache, "RUN", Use::Run)?;
     let rustc = cache.stage1_rustc();
     if !rustc.exists() {
         return fail(
