@@ -6,9 +6,14 @@
 //! `Vec` in each work item and prints from work item 0 (the image's allocator shim and `std`'s
 //! stdout). A kernel that indexes past its slice panics as `std` does (message and place on
 //! stderr), then the CPU device names the kernel and the work item (the image's panic runtime
-//! traps). For a GPU (`sm_90`) the device pass stops with the one error that names the crate
-//! and the two lines that make it build there (a GPU's target has no `std`), without rustc's
-//! `-Zbuild-std` hint.
+//! traps). For the GPUs (`gfx90a`, `sm_90`), whose `std` has no platform (patches 0052, 0053),
+//! that kernel (it allocates and prints) stops the device pass with an error that names it and
+//! the item of `std` through which it reaches `std`'s platform layer, without rustc's
+//! `-Zbuild-std` hint; under `--build-std`, which builds `core` only, the device pass names the
+//! crate and the two lines that make it build there. A one-file `std` program whose kernels
+//! use only what has a device form (`ws-gpu`: `std`'s float methods; a `HashMap` and
+//! `println!` on the host) builds unchanged for `gfx90a,sm_90,host`, each image checked by the
+//! vendors' tools, and runs right on the CPU device.
 
 //@ only-x86_64
 //@ needs-offload
@@ -45,12 +50,41 @@ fn main() {
             ),
         "{stderr}"
     );
-    let stderr = cargo_offload_fails(&ws, &["build", "--offload-arch=sm_90"]).stderr_utf8();
+    for arch in ["sm_90", "gfx90a"] {
+        let arch_arg = format!("--offload-arch={arch}");
+        let stderr = cargo_offload_fails(&ws, &["build", arch_arg.as_str()]).stderr_utf8();
+        assert!(
+            stderr.contains(
+                "error: the offload kernel `from_vec` reaches `std::io::_print`, which \
+                             `std` cannot provide on `"
+            ) && stderr.contains(
+                "needs `std`'s platform layer, which has no form on a GPU: \
+                                    `from_vec` -> `std::io::_print` -> "
+            ) && !stderr.contains("kernel `scale`")
+                && !stderr.contains("-Zbuild-std"),
+            "{arch}: {stderr}"
+        );
+    }
+    // Under `--build-std`, which builds `core` only, the device pass names the crate and the
+    // lines that make it build there.
+    let stderr =
+        cargo_offload_fails(&ws, &["build", "--offload-arch=sm_90", "--build-std"]).stderr_utf8();
     assert!(
         stderr.contains("failed: `onefile` (package `path+")
-            && stderr.contains("cannot find `std`: a GPU's device passes compile against `core`")
+            && stderr.contains("cannot find `std`: under `--build-std`, which builds `core` only")
             && stderr.contains("\n\n    #![cfg_attr(offload_device, no_std)]\n\n")
             && !stderr.contains("-Zbuild-std"),
         "{stderr}"
     );
+    let ws_gpu = cwd().join("ws-gpu");
+    copy_dir(&source_root().join("tests/run-make/offload-cargo-std-program/ws-gpu"), &ws_gpu);
+    let build = cargo_offload(&ws_gpu, &["build", "--release", "--offload-arch=gfx90a,sm_90,host"]);
+    let stderr = build.stderr_utf8();
+    assert!(
+        ["image gfx90a: ", "image sm_90: ", "image host: "].iter().all(|l| stderr.contains(l)),
+        "{stderr}"
+    );
+    let run = cargo_offload(&ws_gpu, &["run", "--release", "--offload-arch=host", "--", "1000"]);
+    let stdout = run.stdout_utf8();
+    assert!(stdout.contains("scale: 0 of 1000 wrong\nnorm: 0 of 1000 wrong\n"), "{stdout}");
 }

@@ -146,11 +146,12 @@ fn needs_std_error(what: &str, needs_std: &BTreeSet<(String, String)>) -> Option
     let crates: Vec<String> =
         needs_std.iter().map(|(krate, id)| format!("`{krate}` (package `{id}`)")).collect();
     Some(format!(
-        "{what} failed: {} cannot find `std`: a GPU's device passes compile against `core` (its \
-         target has no `std`), and so does every device pass under `--build-std`, which builds \
-         `core` only (without it, the CPU device's passes take `std` from the toolchain). The \
-         device pass compiles the crates that define kernels, and their dependencies, for the \
-         device. Such a crate builds there when its root file starts with\n\n    \
+        "{what} failed: {} cannot find `std`: under `--build-std`, which builds `core` only, \
+         every device pass compiles against `core` (without it, the device passes take `core` \
+         and `std` from the toolchain, and a GPU's kernels may use what of `std` has a device \
+         form). The device pass compiles the crates that define kernels, and their \
+         dependencies, for the device. Such a crate builds there under `--build-std` when its \
+         root file starts with\n\n    \
          #![cfg_attr(offload_device, no_std)]\n\n\
          and what needs `std` (`fn main`, printing, `Vec`, ...) is under \
          `#[cfg(not(offload_device))]` (the device passes set `offload_device`, the host \
@@ -703,8 +704,8 @@ mod tests {
         assert!(
             error.starts_with(
                 "device pass sm_90 failed: `std_kern` (package \
-                 `registry+https://r/index#std-kern@1.0.0`) cannot find `std`: a GPU's device \
-                 passes compile against `core`"
+                 `registry+https://r/index#std-kern@1.0.0`) cannot find `std`: under \
+                 `--build-std`, which builds `core` only"
             ) && error.contains("\n\n    #![cfg_attr(offload_device, no_std)]\n\n")
                 && error.contains("`#[cfg(not(offload_device))]`")
                 && !error.contains("-Zbuild-std"),

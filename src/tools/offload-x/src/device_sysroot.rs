@@ -1,36 +1,39 @@
-//! The device sysroot: `core` for every device target of `cargo offload`, and `std` for the CPU
-//! device, built once per toolchain, so that no project builds them for its device passes.
+//! The device sysroot: `core`, `alloc` and `std` for every device target of `cargo offload`,
+//! built once per toolchain, so that no project builds them for its device passes.
 //!
 //! The manifest-driven device pass defines in its image everything its kernels reach, from
-//! MIR, at the image crate's own `-Ctarget-cpu` (nothing is linked into an image). A `core`
-//! whose metadata carries the MIR of every function (`-Zalways-encode-mir`) therefore serves
-//! every GPU of its target. Bootstrap builds such a `core` for the GPU targets
-//! (`config.example.toml`); the host's own `core` in the stage-1 sysroot is `std`'s, built without
-//! it, so the CPU device gets its own, built here with the stage-1 compiler and cargo's
+//! MIR, at the image crate's own `-Ctarget-cpu` (nothing is linked into an image). Libraries
+//! whose metadata carries the MIR of every function (`-Zalways-encode-mir`) therefore serve
+//! every device of their target. The host's own libraries in the stage-1 sysroot are built
+//! without it, and bootstrap builds only `core` and `alloc` for the GPU targets, so each
+//! device target gets its own set here, built with the stage-1 compiler and cargo's
 //! `-Zbuild-std=std,panic_abort` (release profile, `-Cpanic=abort` as the image crate's
 //! profile, `-Zalways-encode-mir`, `-Zcross-crate-inline-threshold=always` as the device pass
-//! compiles crates, and `--cfg offload_device`, which adds `core::offload`'s runner of a
-//! launch's grid). Its `std`, on that `core`, lets a `std` program compile unchanged in the CPU
-//! device's passes: the host's target has a `std`, a GPU's has none.
+//! compiles crates; the target's library CPU, [`offload_targets::DeviceTarget::library_cpu`];
+//! for the CPU device `--cfg offload_device`, which adds `core::offload`'s runner of a
+//! launch's grid). With its `std`, a `std` program compiles unchanged in every device pass:
+//! the CPU device's is the host's own platform; a GPU's (patch 0053) has a platform layer that
+//! the device pass refuses to let a kernel reach (0052).
 //! The folder is a sysroot of its own, `lib/rustlib/<target>/lib` per target, which `cargo
 //! offload` takes from `CARGO_OFFLOAD_DEVICE_SYSROOT`.
 
 use std::fs;
 
-use crate::cache::{Cache, stage0_toolchain};
-use crate::cache::{copy_dir, device_sysroot, gpu_sysroot};
-use crate::pins::HOST;
+use std::path::Path;
+
+use crate::cache::{Cache, device_sysroot, stage0_toolchain};
 use crate::toolchain::toolchain;
 use crate::ui::{Failure, Result, Timer, fail};
 
 const STEP: &str = "BUILD";
 
-/// How the CPU device's `core` is built; part of the sysroot's `stamp`, so that a change here
-/// rebuilds it.
+/// How the libraries are built; part of the sysroot's `stamp`, so that a change here rebuilds
+/// them.
 const RECIPE: &str = "cargo build --release -Zbuild-std=std,panic_abort, -Zalways-encode-mir \
-                      -Zcross-crate-inline-threshold=always --cfg offload_device, panic=abort";
+                      -Zcross-crate-inline-threshold=always, panic=abort; the target's library \
+                      CPU; --cfg offload_device for the CPU device; every device target";
 
-/// What the CPU device's `core` was built by and how: [`RECIPE`] and the stage-1 compiler's
+/// What the libraries were built by and how: [`RECIPE`] and the stage-1 compiler's
 /// driver library (name, size, modification time). Recorded in the sysroot's `stamp`, which
 /// `cargo offload` adds to the compiler identity of its outputs.
 fn compiler_identity(cache: &Cache) -> String {
@@ -54,30 +57,15 @@ fn compiler_identity(cache: &Cache) -> String {
     format!("{RECIPE}\n{}", drivers.join("\n"))
 }
 
-/// Writes the device sysroot: the GPU targets' libraries of the stage-1 build, and the CPU
-/// device's `core` and `std`, rebuilt only when the compiler or the recipe changed.
+/// Writes the device sysroot: `core`, `alloc` and `std` of every device target, rebuilt only
+/// when the compiler or the recipe changed.
 pub fn ensure(cache: &Cache) -> Result<()> {
     let root = device_sysroot(cache);
-    let io = |what: String| {
-        move |e: std::io::Error| Failure { step: STEP, message: format!("{what}: {e}") }
-    };
-    for target in offload_targets::gpu_targets().map(|t| t.triple) {
-        let rel = format!("lib/rustlib/{target}/lib");
-        copy_dir(&gpu_sysroot(cache).join(&rel), &root.join(&rel))
-            .map_err(io(format!("cannot copy the {target} libraries to {}", root.display())))?;
-    }
     let identity = compiler_identity(cache);
     let stamp = root.join("stamp");
     if fs::read_to_string(&stamp).ok().as_deref() == Some(identity.as_str()) {
         return Ok(());
     }
-    let timer = Timer::start(
-        STEP,
-        format!(
-            "`core` and `std` for the CPU device ({HOST}, -Zalways-encode-mir, cross-crate \
-             inlinable)"
-        ),
-    );
     let work = cache.root.join("offload-cpu-device-core");
     fs::create_dir_all(work.join("src"))
         .map_err(io(format!("cannot create {}", work.display())))?;
@@ -88,31 +76,57 @@ pub fn ensure(cache: &Cache) -> Result<()> {
         .map_err(io(format!("cannot write {}", work.display())))?;
     fs::write(work.join("src/lib.rs"), "#![no_std]\n")
         .map_err(io(format!("cannot write {}", work.display())))?;
+    // The stamp goes first, so that a failure leaves the sysroot to be built again.
+    let _ = fs::remove_file(&stamp);
+    for target in offload_targets::TARGETS {
+        build_libraries(cache, &work, &root, target)?;
+    }
+    fs::write(&stamp, identity).map_err(io(format!("cannot write {}", stamp.display())))?;
+    Ok(())
+}
+
+/// A failure of the step that names `what` and the error.
+fn io(what: String) -> impl FnOnce(std::io::Error) -> Failure {
+    move |e: std::io::Error| Failure { step: STEP, message: format!("{what}: {e}") }
+}
+
+/// Builds `target`'s libraries with the crate in `work` and copies its `rlib`s into `root`'s
+/// `lib/rustlib/<target>/lib`, replacing what was there.
+fn build_libraries(
+    cache: &Cache,
+    work: &Path,
+    root: &Path,
+    target: &offload_targets::DeviceTarget,
+) -> Result<()> {
+    let triple = target.triple;
+    let timer = Timer::start(
+        STEP,
+        format!(
+            "`core`, `alloc` and `std` for {triple} (-Zalways-encode-mir, cross-crate inlinable)"
+        ),
+    );
     let target_dir = work.join("target");
     let _ = fs::remove_dir_all(&target_dir);
-    let mut enter = toolchain(cache, &work, "cargo")
-        .args(["build", "--release", "-Zbuild-std=std,panic_abort", "--target", HOST])
+    // Every function cross-crate inlinable, as the device pass compiles crates (see the GPU
+    // targets' `rustflags` in `config.example.toml`). The CPU device's `offload_device`: the
+    // grid runner and work-item state of `core::offload`.
+    let mut flags = vec!["-Zalways-encode-mir", "-Zcross-crate-inline-threshold=always"];
+    if target.kind == offload_targets::Kind::Cpu {
+        flags.extend(["--cfg", "offload_device"]);
+    }
+    let cpu = target.library_cpu.map(|cpu| format!("-Ctarget-cpu={cpu}"));
+    flags.extend(cpu.as_deref());
+    let mut enter = toolchain(cache, work, "cargo")
+        .args(["build", "--release", "-Zbuild-std=std,panic_abort", "--target", triple])
         .arg("--target-dir")
         .arg(&target_dir)
         .env("RUSTC_BOOTSTRAP", "1")
-        // `offload_device`: the grid runner and work-item state of `core::offload`. Every
-        // function cross-crate inlinable, as the device pass compiles crates (see the GPU
-        // targets' `rustflags` in `config.example.toml`).
-        .env(
-            "CARGO_ENCODED_RUSTFLAGS",
-            [
-                "-Zalways-encode-mir",
-                "-Zcross-crate-inline-threshold=always",
-                "--cfg",
-                "offload_device",
-            ]
-            .join("\x1f"),
-        )
+        .env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
         .env("RUSTFLAGS", "");
     enter.program = stage0_toolchain().join("bin/cargo").into();
     crate::ui::run_captured(STEP, &mut enter.command(cache)?)?;
-    let deps = target_dir.join(HOST).join("release/deps");
-    let lib = root.join(format!("lib/rustlib/{HOST}/lib"));
+    let deps = target_dir.join(triple).join("release/deps");
+    let lib = root.join(format!("lib/rustlib/{triple}/lib"));
     let _ = fs::remove_dir_all(&lib);
     fs::create_dir_all(&lib).map_err(io(format!("cannot create {}", lib.display())))?;
     // One `core` and one `std`: a second copy of either would make every device pass that
@@ -138,7 +152,6 @@ pub fn ensure(cache: &Cache) -> Result<()> {
             ),
         );
     }
-    fs::write(&stamp, identity).map_err(io(format!("cannot write {}", stamp.display())))?;
     timer.done();
     Ok(())
 }

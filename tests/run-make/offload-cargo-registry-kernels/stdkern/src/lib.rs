@@ -1,5 +1,5 @@
-//! A kernel crate that needs `std` on every target: a device pass stops with an error that
-//! names it and the lines it lacks.
+//! A kernel crate that needs `std` on every target: its device passes take `std` from the
+//! toolchain.
 
 #![feature(gpu_offload)]
 
