@@ -150,6 +150,15 @@ pub const BUILDS: &[Build] = &[
         program: "guideprog",
     },
     Build {
+        bundle: "std-program-gpu",
+        workspace: Workspace::Copy {
+            name: "offload-cargo-std-program-gpu",
+            from: "tests/run-make/offload-cargo-std-program/ws-gpu",
+        },
+        select: &[],
+        program: "onefile-gpu",
+    },
+    Build {
         bundle: "offload-example",
         workspace: Workspace::Copy { name: "offload-example", from: "src/offload-example" },
         select: &[],
@@ -289,6 +298,13 @@ pub const ROWS: &[Row] = &[
         name: "dev-guide-std-program",
         bundle: "dev-guide-std-program",
         from: "tests/run-make/offload-dev-guide-form (std-program)",
+        ..PLAIN
+    },
+    Row {
+        name: "std-program-gpu",
+        bundle: "std-program-gpu",
+        args: &["1000"],
+        from: "tests/run-make/offload-cargo-std-program (ws-gpu: a one-file `std` program)",
         ..PLAIN
     },
     Row {
