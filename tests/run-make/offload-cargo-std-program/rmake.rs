@@ -13,7 +13,11 @@
 //! crate and the two lines that make it build there. A one-file `std` program whose kernels
 //! use only what has a device form (`ws-gpu`: `std`'s float methods; a `HashMap` and
 //! `println!` on the host) builds unchanged for `gfx90a,sm_90,host`, each image checked by the
-//! vendors' tools, and runs right on the CPU device.
+//! vendors' tools, and runs right on the CPU device. Kernels that reach the platform layer only
+//! through items that `std`'s optimized MIR inlined (`ws-refused`: a `Vec`, `Instant::now`,
+//! `Mutex::lock`) are refused for `sm_90`, each with the item it called; an edition-2018
+//! program (`ws-2018`), whose `panic!("...")` enters `std`'s `begin_panic`, builds for every
+//! device and panics on the CPU device as `std` does.
 
 //@ only-x86_64
 //@ needs-offload
@@ -71,7 +75,8 @@ fn main() {
         cargo_offload_fails(&ws, &["build", "--offload-arch=sm_90", "--build-std"]).stderr_utf8();
     assert!(
         stderr.contains("failed: `onefile` (package `path+")
-            && stderr.contains("cannot find `std`: under `--build-std`, which builds `core` only")
+            && stderr
+                .contains("cannot find `std`: when `core` is built from source (`--build-std`")
             && stderr.contains("\n\n    #![cfg_attr(offload_device, no_std)]\n\n")
             && !stderr.contains("-Zbuild-std"),
         "{stderr}"
@@ -87,4 +92,50 @@ fn main() {
     let run = cargo_offload(&ws_gpu, &["run", "--release", "--offload-arch=host", "--", "1000"]);
     let stdout = run.stdout_utf8();
     assert!(stdout.contains("scale: 0 of 1000 wrong\nnorm: 0 of 1000 wrong\n"), "{stdout}");
+    // Kernels that reach the platform layer only through what `std`'s optimized MIR inlines
+    // (the allocator, the clock, a lock) are refused too, each with the item of `std` that it
+    // called; the kernel that reaches none of it is not named.
+    let ws_refused = cwd().join("ws-refused");
+    copy_dir(
+        &source_root().join("tests/run-make/offload-cargo-std-program/ws-refused"),
+        &ws_refused,
+    );
+    let refused = ["build", "--release", "--offload-arch=sm_90"];
+    let stderr = cargo_offload_fails(&ws_refused, &refused).stderr_utf8();
+    for (kernel, item) in [
+        ("only_vec", "<T as std::vec::spec_from_elem::SpecFromElem>::from_elem"),
+        ("only_instant", "std::time::Instant::now"),
+        ("only_mutex", "std::sync::Mutex::<T>::lock"),
+    ] {
+        assert!(
+            stderr.contains(&format!(
+                "error: the offload kernel `{kernel}` reaches `{item}`, which `std` cannot \
+                 provide on `nvptx64-nvidia-cuda`"
+            )),
+            "{kernel}: {stderr}"
+        );
+    }
+    let inlined = "`only_instant` -> `std::time::Instant::now` (inlined) -> \
+                   `std::sys::time::unsupported::Instant::now` (inlined)";
+    assert!(stderr.contains(inlined) && !stderr.contains("kernel `plain`"), "{stderr}");
+    // Edition 2018's `panic!("...")` enters `std`'s `begin_panic`, which traps on a GPU as every
+    // panic there does: the program builds for every device and runs right.
+    let ws_2018 = cwd().join("ws-2018");
+    copy_dir(&source_root().join("tests/run-make/offload-cargo-std-program/ws-2018"), &ws_2018);
+    let build =
+        cargo_offload(&ws_2018, &["build", "--release", "--offload-arch=gfx90a,sm_90,host"]);
+    let stderr = build.stderr_utf8();
+    assert!(
+        ["image gfx90a: ", "image sm_90: ", "image host: "].iter().all(|l| stderr.contains(l)),
+        "{stderr}"
+    );
+    let run = cargo_offload(&ws_2018, &["run", "--release", "--offload-arch=host", "--", "1000"]);
+    let stdout = run.stdout_utf8();
+    assert!(stdout.contains("checked_sqrt: 0 of 1000 wrong\n"), "{stdout}");
+    let negative = ["run", "--release", "--offload-arch=host", "--", "1000", "negative"];
+    let stderr = cargo_offload_fails(&ws_2018, &negative).stderr_utf8();
+    assert!(
+        stderr.contains("panicked at src/main.rs:") && stderr.contains("negative input"),
+        "{stderr}"
+    );
 }

@@ -146,18 +146,19 @@ fn needs_std_error(what: &str, needs_std: &BTreeSet<(String, String)>) -> Option
     let crates: Vec<String> =
         needs_std.iter().map(|(krate, id)| format!("`{krate}` (package `{id}`)")).collect();
     Some(format!(
-        "{what} failed: {} cannot find `std`: under `--build-std`, which builds `core` only, \
-         every device pass compiles against `core` (without it, the device passes take `core` \
-         and `std` from the toolchain, and a GPU's kernels may use what of `std` has a device \
-         form). The device pass compiles the crates that define kernels, and their \
-         dependencies, for the device. Such a crate builds there under `--build-std` when its \
-         root file starts with\n\n    \
+        "{what} failed: {} cannot find `std`: when `core` is built from source (`--build-std`, \
+         or no device sysroot in `{}`), every device pass compiles against `core` only (the \
+         toolchain's device sysroot has `core` and `std`, and a GPU's kernels may use what of \
+         `std` has a device form). The device pass compiles the crates that define kernels, \
+         and their dependencies, for the device. Such a crate builds there under \
+         `--build-std` when its root file starts with\n\n    \
          #![cfg_attr(offload_device, no_std)]\n\n\
          and what needs `std` (`fn main`, printing, `Vec`, ...) is under \
          `#[cfg(not(offload_device))]` (the device passes set `offload_device`, the host \
          passes do not). A crate of a registry or a git repository changes with its authors, \
          or with a `[patch]` of your workspace that points at a changed copy",
-        crates.join(", ")
+        crates.join(", "),
+        crate::env::DEVICE_SYSROOT
     ))
 }
 
@@ -704,8 +705,9 @@ mod tests {
         assert!(
             error.starts_with(
                 "device pass sm_90 failed: `std_kern` (package \
-                 `registry+https://r/index#std-kern@1.0.0`) cannot find `std`: under \
-                 `--build-std`, which builds `core` only"
+                 `registry+https://r/index#std-kern@1.0.0`) cannot find `std`: when `core` is \
+                 built from source (`--build-std`, or no device sysroot in \
+                 `CARGO_OFFLOAD_DEVICE_SYSROOT`)"
             ) && error.contains("\n\n    #![cfg_attr(offload_device, no_std)]\n\n")
                 && error.contains("`#[cfg(not(offload_device))]`")
                 && !error.contains("-Zbuild-std"),

@@ -242,8 +242,9 @@ pub struct DeviceTarget {
     /// default.
     pub library_cpu: Option<&'static str>,
     /// Whether `./x.py build` builds `core` for it into the stage-1 GPU sysroot (bootstrap's
-    /// `--target` list, the saved GPU sysroot, the device sysroot's copy of it). The CPU
-    /// device's `core` is built by the harness instead.
+    /// `--target` list, the saved GPU sysroot), which the manual passes and `--build-std`'s
+    /// checks use. The device sysroot's `core`, `alloc` and `std` are built by the harness for
+    /// every device target, this one or not.
     pub in_gpu_sysroot: bool,
     /// What the loadable image is, as `cargo offload` reports it: `shared object`, `code
     /// object`, `cubin`.

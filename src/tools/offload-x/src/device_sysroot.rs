@@ -33,15 +33,28 @@ const RECIPE: &str = "cargo build --release -Zbuild-std=std,panic_abort, -Zalway
                       -Zcross-crate-inline-threshold=always, panic=abort; the target's library \
                       CPU; --cfg offload_device for the CPU device; every device target";
 
-/// What the libraries were built by and how: [`RECIPE`] and the stage-1 compiler's
-/// driver library (name, size, modification time). Recorded in the sysroot's `stamp`, which
-/// `cargo offload` adds to the compiler identity of its outputs.
+/// What the libraries were built by and how: [`RECIPE`], the stage-1 compiler's driver
+/// library, and the stage-1 host `core`, `alloc` and `std` (name, size, modification time of
+/// each). The host libraries stand for the library sources, which `-Zbuild-std` compiles
+/// here too: bootstrap rebuilds them whenever a file under `library/` changes, also a change
+/// that only a device target sees (patch 0053's `cfg`s). Recorded in the sysroot's `stamp`,
+/// which `cargo offload` adds to the compiler identity of its outputs.
 fn compiler_identity(cache: &Cache) -> String {
-    let mut drivers: Vec<String> = fs::read_dir(cache.stage1().join("lib"))
+    let stage1 = cache.stage1();
+    let host_lib = stage1.join("lib/rustlib/x86_64-unknown-linux-gnu/lib");
+    let drivers = files_named(&stage1.join("lib"), &["librustc_driver"]);
+    let libraries = files_named(&host_lib, &["libcore-", "liballoc-", "libstd-"]);
+    format!("{RECIPE}\n{}\n{}", drivers.join("\n"), libraries.join("\n"))
+}
+
+/// The files of `dir` whose names start with one of `prefixes`, each as "name size mtime"
+/// (nanoseconds since the epoch), sorted by name.
+fn files_named(dir: &Path, prefixes: &[&str]) -> Vec<String> {
+    let mut files: Vec<String> = fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("librustc_driver"))
+        .filter(|e| prefixes.iter().any(|p| e.file_name().to_string_lossy().starts_with(p)))
         .filter_map(|e| {
             let meta = e.metadata().ok()?;
             let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
@@ -53,8 +66,8 @@ fn compiler_identity(cache: &Cache) -> String {
             ))
         })
         .collect();
-    drivers.sort();
-    format!("{RECIPE}\n{}", drivers.join("\n"))
+    files.sort();
+    files
 }
 
 /// Writes the device sysroot: `core`, `alloc` and `std` of every device target, rebuilt only
@@ -66,10 +79,10 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     if fs::read_to_string(&stamp).ok().as_deref() == Some(identity.as_str()) {
         return Ok(());
     }
-    let work = cache.root.join("offload-cpu-device-core");
+    let work = cache.root.join("device-sysroot-work");
     fs::create_dir_all(work.join("src"))
         .map_err(io(format!("cannot create {}", work.display())))?;
-    let manifest = "[package]\nname = \"offload-cpu-device-core\"\nversion = \"0.0.0\"\n\
+    let manifest = "[package]\nname = \"device-sysroot-work\"\nversion = \"0.0.0\"\n\
                     edition = \"2024\"\n\n[lib]\npath = \"src/lib.rs\"\n\n[workspace]\n\n\
                     [profile.release]\npanic = \"abort\"\n";
     fs::write(work.join("Cargo.toml"), manifest)
@@ -136,7 +149,7 @@ fn build_libraries(
         fs::read_dir(&deps).map_err(io(format!("cannot read {}", deps.display())))?.flatten()
     {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".rlib") && !name.starts_with("liboffload_cpu_device_core") {
+        if name.ends_with(".rlib") && !name.starts_with("libdevice_sysroot_work") {
             fs::copy(entry.path(), lib.join(&name)).map_err(io(format!("cannot copy {name}")))?;
             cores += usize::from(name.starts_with("libcore-"));
             stds += usize::from(name.starts_with("libstd-"));
