@@ -27,12 +27,14 @@
 //! and the driver), [`manifests`] (the root crates' manifests, merged), [`image_crate`] (the
 //! crate the device passes build), [`vendor`] (the vendor tools that make the loadable images),
 //! [`registration`] (the object that registers them), [`launch`] (how the programs start),
+//! [`linker`] (the linker driver of an installed toolchain, `--cc`),
 //! [`env`] (the names of the `CARGO_OFFLOAD_*` environment variables) and [`util`].
 
 mod args;
 mod env;
 mod image_crate;
 mod launch;
+mod linker;
 mod manifests;
 mod passes;
 mod registration;
@@ -56,6 +58,10 @@ fn main() -> ExitCode {
     }
     if let Ok(program) = std::env::var(env::DEVICE_PROGRAM) {
         return wrap_program_rustc(&program, &args[1..]);
+    }
+    // As the linker driver of an installed toolchain (`lib/offload/bin/cc`).
+    if args.get(1).map(String::as_str) == Some("--cc") {
+        return linker::link(&args[2..]);
     }
     // As `./x.py cargo` runs us after leaving the sysroot: the programs of `run` or `test`.
     if args.get(1).map(String::as_str) == Some("--run-plan") {

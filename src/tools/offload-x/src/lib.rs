@@ -18,7 +18,8 @@
 //! 7. `[STYLE]`: upstream's tidy and rustfmt on our files, part of `./x.py test` ([`style`]);
 //!    `[SERIES]`: the patch series as a stack of commits, and a check that each prefix builds
 //!    ([`series`]); `[OUTSIDE]`: offload programs on this machine's own OS ([`outside`]);
-//! 8. `[JOB]` and `[BENCH]`: the main job ([`job`]) and the device-pass benchmark ([`bench`]).
+//! 8. `[JOB]` and `[BENCH]`: the main job ([`job`]) and the device-pass benchmark ([`bench`]);
+//!    `[DIST]`: the toolchain as a folder and a tarball that installs without root ([`dist`]).
 //!
 //! Every step that takes long is skipped when its stamp in the cache says it is complete; a
 //! step interrupted half-way leaves its work in a `*.tmp` path that the next run discards.
@@ -29,6 +30,8 @@ pub mod cache;
 pub mod commands;
 pub mod cuda;
 pub mod device_sysroot;
+pub mod dist;
+pub mod dist_check;
 pub mod fetch;
 pub mod gpu_check;
 pub mod job;

@@ -68,6 +68,12 @@ verbs:
                    machine without our sysroot: `cargo offload bundle` of each with its output
                    on this machine's CPU device (xz), and run.sh, which prints one table (ok,
                    wrong or did not run per run) and exits 0 only if every row is ok
+  dist             the toolchain as a tarball (dist/rust-offload-x86_64-unknown-linux-gnu.tar.xz,
+                   built once per toolchain in <cache>/dist) that a user without root unpacks
+                   anywhere: `rustup toolchain link offload DIR/rust-offload`, then
+                   `cargo +offload offload ...`; no chroot, namespace or machine `cc`
+  dist-check       only the dist check of `./x.py test`: the tarball unpacked, linked with
+                   rustup and used by `cargo +offload offload` as the user nobody, under strace
   outside          only the outside-the-sysroot checks of `./x.py test`: `cargo offload run`
                    and bundles on this machine's own OS
   fuzz [--seed S] [--first N] [--count N]
@@ -95,6 +101,8 @@ enum Verb {
     Series(Series),
     Fuzz(Vec<String>),
     GpuCheck,
+    Dist,
+    DistCheck,
     Outside,
     Bench(Vec<OsString>),
     Image(PathBuf),
@@ -147,6 +155,8 @@ impl Verb {
             }),
             "fuzz" => Verb::Fuzz(strings),
             "gpu-check" => Verb::GpuCheck,
+            "dist" => Verb::Dist,
+            "dist-check" => Verb::DistCheck,
             "outside" => Verb::Outside,
             "bench" => Verb::Bench(args),
             "image" => Verb::Image(path("./x.py image PATH/host.out")?),
@@ -193,6 +203,8 @@ impl Verb {
             }
             Verb::Fuzz(args) => commands::fuzz(project, cache, &args).map(done),
             Verb::GpuCheck => offload_x::gpu_check::run(project, cache).map(|_| ExitCode::SUCCESS),
+            Verb::Dist => offload_x::dist::run(project, cache).map(|_| ExitCode::SUCCESS),
+            Verb::DistCheck => offload_x::dist_check::check(project, cache).map(done),
             Verb::Outside => commands::build(project, cache)
                 .and_then(|()| offload_x::outside::check(project, cache))
                 .map(done),

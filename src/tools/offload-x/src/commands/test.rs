@@ -50,6 +50,8 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
         timer.done();
         fuzz_run(project, cache, 1, 0, SHORT_FUZZ_COUNT)?;
         crate::outside::check(project, cache)?;
+        // The dist toolchain, installed and used as a user without root.
+        crate::dist_check::check(project, cache)?;
         // The GPU check's bundle builds, and its script runs here with every row "did not run".
         crate::gpu_check::check_without_gpu(project, cache)?;
     }

@@ -1,0 +1,24 @@
+//! The kernels of the dist check: a bounds-checked saxpy and a generic scale, over a grid.
+#![feature(gpu_offload)]
+#![no_std]
+
+use core::offload::{block_dim_x, block_idx_x, offload_kernel, thread_idx_x};
+use core::ops::Mul;
+
+/// `y[i] = a * x[i] + y[i]`, one element per work item.
+#[offload_kernel]
+pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+    if i < y.len() {
+        y[i] = a * x[i] + y[i];
+    }
+}
+
+/// `x[i] = x[i] * by`, one element per work item, for any copyable product.
+#[offload_kernel]
+pub fn scale<T: Copy + Mul<Output = T>>(x: &mut [T], by: T) {
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+    if i < x.len() {
+        x[i] = x[i] * by;
+    }
+}

@@ -1,0 +1,178 @@
+//! `[DIST]` of `./x.py test`: the dist toolchain, installed as a user without root installs
+//! it, outside the sysroot.
+//!
+//! The tarball of `./x.py dist` (built once per toolchain, [`crate::dist::ensure`]) is unpacked
+//! by the unprivileged user `nobody` (uid 65534) into a fresh folder, linked with rustup into
+//! a fresh `RUSTUP_HOME` (`rustup toolchain link offload`), and used with rustup's proxies on
+//! the workspace `src/tools/offload-x/dist-check` (a kernel library with a generic kernel, a
+//! program with a build script and a registry crate from a vendored source):
+//! 1. `rustc +offload -vV` names the fork's compiler;
+//! 2. `cargo +offload offload run --offload-arch=host` gives the right results on the CPU
+//!    device, and the build script (a host program linked by the toolchain's linker) ran;
+//! 3. `cargo +offload offload test --offload-arch=host` passes the program's test;
+//! 4. `cargo +offload offload build --offload-arch=gfx90a,sm_90` writes both images (checked
+//!    by `ld.lld` and `ptxas`/`nvlink` as every build checks them);
+//! 5. `cargo +offload offload bundle --offload-arch=host`, started from the bundle, gives the
+//!    right results.
+//!
+//! All of it runs under `strace -f -e trace=unshare,setns,chroot,pivot_root,mount`, which must
+//! record none of those calls: the toolchain needs no namespace, no `chroot` and no mount.
+//! Every program the steps start is the toolchain's or the machine's (`sh`, `tar`), none of the
+//! sysroot's.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cache::Cache;
+use crate::ui::{Result, Timer, fail, say};
+
+const STEP: &str = "DIST";
+
+/// The unprivileged user (and group) of the check.
+const NOBODY: u32 = 65534;
+
+/// The system calls that the toolchain must not make.
+const FORBIDDEN: &str = "unshare,setns,chroot,pivot_root,mount";
+
+/// The steps, each `name: command`, run in order in the workspace by `sh` as `nobody`; each
+/// writes `<name>.out`, `<name>.err` and `<name>.status` into the check's folder.
+const STEPS: [(&str, &str); 6] = [
+    ("rustc", "rustc +offload -vV"),
+    ("run", "cargo +offload offload run --offline --release --offload-arch=host -- 1000"),
+    ("test", "cargo +offload offload test --offline --release --offload-arch=host"),
+    ("build", "cargo +offload offload build --offline --release --offload-arch=gfx90a,sm_90"),
+    (
+        "bundle",
+        "cargo +offload offload bundle --offline --release --offload-arch=host --out \"$T/bundle\"",
+    ),
+    ("bundled", "cd \"$T\" && \"$T/bundle/app\" 700"),
+];
+
+/// Runs the check (see the module's documentation).
+pub fn check(project: &Path, cache: &Cache) -> Result<()> {
+    let tarball = crate::dist::ensure(project, cache)?;
+    let timer = Timer::start(STEP, "the dist toolchain as a user without root: cargo +offload");
+    let work = std::env::temp_dir().join("offload-dist-check");
+    let _ = fs::remove_dir_all(&work);
+    let rustup = home_rustup()?;
+    fs::create_dir_all(work.join("bin")).map_err(|e| io(&work, e))?;
+    copy(&rustup, &work.join("bin/rustup"))?;
+    for proxy in ["cargo", "rustc"] {
+        std::os::unix::fs::symlink("rustup", work.join("bin").join(proxy))
+            .map_err(|e| io(&work, e))?;
+    }
+    copy(&tarball, &work.join("toolchain.tar.xz"))?;
+    shell(&format!(
+        "cp -R {} {}",
+        quote(&project.join("src/tools/offload-x/dist-check")),
+        quote(&work.join("ws"))
+    ))?;
+    let mut script = String::from(
+        "T=$(pwd -P)\ntar -xJf toolchain.tar.xz || exit 1\n\
+         rustup toolchain link offload \"$T/rust-offload\" > link.out 2> link.err || exit 1\n",
+    );
+    for (name, command) in STEPS {
+        script.push_str(&format!(
+            "(cd \"$T/ws\" && {command}) > \"$T/{name}.out\" 2> \"$T/{name}.err\"\n\
+             echo $? > \"$T/{name}.status\"\n"
+        ));
+    }
+    fs::write(work.join("check.sh"), script).map_err(|e| io(&work, e))?;
+    shell(&format!("chown -R {NOBODY}:{NOBODY} {}", quote(&work)))?;
+    let trace = work.join("strace.log");
+    let path = format!("{}:/usr/bin:/bin", work.join("bin").display());
+    let status = Command::new("strace")
+        .args(["-f", "-qq", "-e", "signal=none", "-e", &format!("trace={FORBIDDEN}"), "-o"])
+        .arg(&trace)
+        .args(["setpriv", &format!("--reuid={NOBODY}"), &format!("--regid={NOBODY}")])
+        .args(["--clear-groups", "env", "-i"])
+        .arg(format!("HOME={}", work.display()))
+        .arg(format!("RUSTUP_HOME={}", work.join(".rustup").display()))
+        .arg(format!("CARGO_HOME={}", work.join(".cargo").display()))
+        .arg(format!("PATH={path}"))
+        .args(["sh", "-c", "cd \"$HOME\" && sh ./check.sh"])
+        .status()
+        .map_err(|e| crate::ui::Failure {
+            step: STEP,
+            message: format!("cannot start strace (`apt install strace`): {e}"),
+        })?;
+    let read = |name: &str| fs::read_to_string(work.join(name)).unwrap_or_default();
+    if !status.success() {
+        return fail(
+            STEP,
+            format!(
+                "unpacking or linking the toolchain as uid {NOBODY} failed ({status}):\n{}",
+                read("link.err")
+            ),
+        );
+    }
+    let calls: Vec<String> =
+        read("strace.log").lines().filter(|l| !l.contains("+++")).map(String::from).collect();
+    if !calls.is_empty() {
+        return fail(STEP, format!("the toolchain made calls it must not:\n{}", calls.join("\n")));
+    }
+    let expected: [(&str, &[&str]); 6] = [
+        ("rustc", &["rustc 1.95.0", "host: x86_64-unknown-linux-gnu"]),
+        ("run", &["build script: ran", "saxpy: 0 of 1000 wrong", "scale: 0 of 1000 wrong"]),
+        ("test", &["test tests::kernels_on_the_device ... ok"]),
+        ("build", &["image gfx90a: ", "image sm_90: "]),
+        ("bundle", &[]),
+        ("bundled", &["saxpy: 0 of 700 wrong", "scale: 0 of 700 wrong"]),
+    ];
+    for (name, texts) in expected {
+        let (out, err) = (read(&format!("{name}.out")), read(&format!("{name}.err")));
+        let status = read(&format!("{name}.status"));
+        let missing = texts.iter().find(|t| !out.contains(*t) && !err.contains(*t));
+        if status.trim() != "0" || missing.is_some() {
+            let command = STEPS.iter().find(|(n, _)| *n == name).map_or("", |(_, c)| c);
+            return fail(
+                STEP,
+                format!(
+                    "as uid {NOBODY}, `{command}` exited with {} and printed no {missing:?}\n\
+                     --- stdout\n{out}--- stderr\n{}",
+                    status.trim(),
+                    crate::ui::tail(err.as_bytes(), 30)
+                ),
+            );
+        }
+    }
+    say(STEP, format!("as uid {NOBODY}: {}", read("rustc.out").lines().next().unwrap_or("")));
+    say(STEP, format!("no {FORBIDDEN} call (strace -f)"));
+    timer.done();
+    let _ = fs::remove_dir_all(&work);
+    Ok(())
+}
+
+/// The rustup of this machine's user, which the check copies for `nobody` (whose home has
+/// none).
+fn home_rustup() -> Result<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    match home.map(|h| h.join("bin/rustup")).filter(|r| r.is_file()) {
+        Some(rustup) => Ok(rustup),
+        None => fail(STEP, "no rustup in $CARGO_HOME/bin or ~/.cargo/bin: install rustup"),
+    }
+}
+
+/// Copies the file `from` to `to`.
+fn copy(from: &Path, to: &Path) -> Result<()> {
+    fs::copy(from, to).map(|_| ()).map_err(|e| io(from, e))
+}
+
+/// Runs `command` with `sh -c`; fails unless it succeeds.
+fn shell(command: &str) -> Result<()> {
+    let mut sh = Command::new("sh");
+    crate::ui::run_captured(STEP, sh.args(["-c", command])).map(|_| ())
+}
+
+/// `path` quoted for `sh`.
+fn quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
+
+/// A failure that names `path`.
+fn io(path: &Path, e: std::io::Error) -> crate::ui::Failure {
+    crate::ui::Failure { step: STEP, message: format!("{}: {e}", path.display()) }
+}
