@@ -384,7 +384,7 @@ fn read_dir(dir: &Path) -> Result<Vec<fs::DirEntry>> {
 
 /// Copies the file `from` (its target, for a link) to `to`, making `to`'s folder; keeps the
 /// permissions.
-fn copy(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy(from: &Path, to: &Path) -> Result<()> {
     if let Some(parent) = to.parent() {
         fs::create_dir_all(parent).map_err(io_failure(parent))?;
     }
@@ -393,7 +393,7 @@ fn copy(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// Copies the files under `from` into `to`, folders included.
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     for entry in read_dir(from)? {
         let path = entry.path();
         if path.is_dir() {

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cache::Cache;
+use crate::dist::{copy, copy_tree};
 use crate::ui::{Result, Timer, fail, say};
 
 const STEP: &str = "DIST";
@@ -63,11 +64,7 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
             .map_err(|e| io(&work, e))?;
     }
     copy(&tarball, &work.join("toolchain.tar.xz"))?;
-    shell(&format!(
-        "cp -R {} {}",
-        quote(&project.join("src/tools/offload-x/dist-check")),
-        quote(&work.join("ws"))
-    ))?;
+    copy_tree(&project.join("src/tools/offload-x/dist-check"), &work.join("ws"))?;
     let mut script = String::from(
         "T=$(pwd -P)\ntar -xJf toolchain.tar.xz || exit 1\n\
          rustup toolchain link offload \"$T/rust-offload\" > link.out 2> link.err || exit 1\n",
@@ -154,11 +151,6 @@ fn home_rustup() -> Result<PathBuf> {
         Some(rustup) => Ok(rustup),
         None => fail(STEP, "no rustup in $CARGO_HOME/bin or ~/.cargo/bin: install rustup"),
     }
-}
-
-/// Copies the file `from` to `to`.
-fn copy(from: &Path, to: &Path) -> Result<()> {
-    fs::copy(from, to).map(|_| ()).map_err(|e| io(from, e))
 }
 
 /// Runs `command` with `sh -c`; fails unless it succeeds.
