@@ -7,7 +7,9 @@
 //! that launches `saxpy` too) and `runner` (a program that launches `saxpy`, calls `launcher`
 //! and prints one element of the result). Built with `--offload-arch=host`:
 //! - the host pass passes no `-C lto` (the profile has none) and builds incrementally, as the
-//!   dev profile asks;
+//!   dev profile asks; it compiles each crate once (its compile run writes the manifests; no
+//!   separate build of the crates for them), and its link run passes only the program to rustc
+//!   again (to link it);
 //! - `saxpy` is launched from two crates, each of whose objects holds its offload entry, and
 //!   the linked program holds one (the entries are COMDAT groups), as many bytes of entries as
 //!   `launcher`'s object; the program's results are the host's;
@@ -162,6 +164,13 @@ fn main() {
         runner_rustc.contains("-C incremental="),
         "the host pass of the dev profile is not incremental: {runner_rustc}"
     );
+    let mut once = compiled(&host_pass);
+    once.sort();
+    assert_eq!(once, ["helper", "kernels", "launcher", "runner"], "{first}");
+    let link_run = step_lines(&first, "host pass (x86_64-unknown-linux-gnu): link");
+    assert_eq!(compiled(&link_run), ["runner"], "{first}");
+    let metadata_pass = ws.join("target/offload/host-metadata");
+    assert!(!metadata_pass.exists(), "a separate metadata pass built {}", metadata_pass.display());
     let host_dir = ws.join("target/offload/host/x86_64-unknown-linux-gnu/debug");
     let exe = host_dir.join("runner");
     let nm = cmd(llvm_tool("llvm-nm")).arg(&exe).run().stdout_utf8();

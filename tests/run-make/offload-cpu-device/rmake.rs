@@ -1,21 +1,21 @@
 //! Offloaded programs run end to end on LLVM offload's CPU device (issue: kernels run in CI).
 //!
 //! `cargo offload run --offload-arch=host` builds the workspace `ws/` (kernels in two library
-//! crates, launches in a library and in the program) through the host metadata pass, the
-//! device pass for the host target (an x86-64 shared object) and the host pass, and runs the
-//! program, which the runtime's host plugin serves. Every result the program prints is
-//! compared with values computed here, without offload. The launches cover a scalar with data
-//! in and back (`saxpy`), a generic kernel at two types, a `#[repr(C)]` struct and an array by
-//! value, reading through one pointer and writing through another, scalars of four widths in
-//! an order a swap would change, and a kernel of a second crate.
+//! crates, launches in a library and in the program) through the host pass's compile run (which
+//! writes the manifests), the device pass for the host target (an x86-64 shared object) and the
+//! host pass's link run, and runs the program, which the runtime's host plugin serves. Every result
+//! the program prints is compared with values computed here, without offload. The launches cover a
+//! scalar with data in and back (`saxpy`), a generic kernel at two types, a `#[repr(C)]` struct and
+//! an array by value, reading through one pointer and writing through another, scalars of four
+//! widths in an order a swap would change, and a kernel of a second crate.
 //!
-//! Then a second program of the workspace (an example) runs by name, and again after an edit
-//! that launches another instance of its kernel (through the host metadata pass, incremental
-//! in the release profile too), `run` refuses to pick among several programs, `cargo offload
-//! test` runs a test that launches a kernel, a C program calls a `cdylib` that launches one
-//! (linked; and loaded with `dlopen` under the report library of `OFFLOAD_REPORT=1`, which
-//! reports the launch of an `sm_90`-only build and leaves the program its own end), and the
-//! bundled example (`src/offload-example`) runs and checks itself against the host.
+//! Then a second program of the workspace (an example) runs by name, and again after an edit that
+//! launches another instance of its kernel (the host pass writes the manifests as it compiles, with
+//! no separate build of the crates for them), `run` refuses to pick among several programs, `cargo
+//! offload test` runs a test that launches a kernel, a C program calls a `cdylib` that launches one
+//! (linked; and loaded with `dlopen` under the report library of `OFFLOAD_REPORT=1`, which reports
+//! the launch of an `sm_90`-only build and leaves the program its own end), and the bundled example
+//! (`src/offload-example`) runs and checks itself against the host.
 //!
 //! The device pass takes the CPU device's `core` from the toolchain (the device sysroot) and
 //! builds none; a copy of the workspace built with `--build-std` (`core` from source) gives the
@@ -136,8 +136,13 @@ fn main() {
     let run = cargo_offload(&ws, &["run", "--release", "--offload-arch=host", "-p", "app"]);
     let stderr = run.stderr_utf8();
     // One progress line per pass.
-    for pass in ["host metadata pass", "device pass host", "image host: shared object", "host pass"]
-    {
+    let passes = [
+        "host pass (x86_64-unknown-linux-gnu): compile",
+        "device pass host",
+        "image host: shared object",
+        "host pass (x86_64-unknown-linux-gnu): link",
+    ];
+    for pass in passes {
         assert!(stderr.contains(&format!("[cargo offload] {pass}")), "no `{pass}` line:\n{stderr}");
     }
     let toolchain_core = "device pass host (x86_64-unknown-linux-gnu, the toolchain's core)";
@@ -176,21 +181,13 @@ fn main() {
     let second =
         cargo_offload(&ws, &["run", "--release", "--offload-arch=host", "--example", "second"]);
     assert_eq!(second.stdout_utf8().trim(), "second: 42 42 42 42 42 42 42 42");
-    // The host metadata pass is incremental in the release profile too (it generates no code):
-    // the example's crate has a session folder (cargo makes `incremental/` in any case). An
-    // edit that launches another instance of the kernel reaches the manifest, the image and
-    // the program. `cargo offload test` below builds the examples too (as `cargo test` does),
-    // and only this example launches `scale::<u32>`: its host metadata pass must check them.
-    let incremental =
-        ws.join("target/offload/host-metadata/x86_64-unknown-linux-gnu/release/incremental");
-    let sessions: Vec<String> = std::fs::read_dir(&incremental)
-        .map(|dir| dir.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    assert!(
-        sessions.iter().any(|s| s.starts_with("second-")),
-        "the release host metadata pass was not incremental: {} holds {sessions:?}",
-        incremental.display()
-    );
+    // The host pass writes the manifests as it compiles: there is no second build of the
+    // crates for them. An edit that launches another instance of the kernel reaches the
+    // manifest, the image and the program. `cargo offload test` below builds the examples too
+    // (as `cargo test` does), and only this example launches `scale::<u32>`: its manifest must
+    // be among the roots.
+    let metadata_pass = ws.join("target/offload/host-metadata");
+    assert!(!metadata_pass.exists(), "a separate metadata pass built {}", metadata_pass.display());
     let second_rs = ws.join("app/examples/second.rs");
     let source = rfs::read_to_string(&second_rs);
     let edited = source

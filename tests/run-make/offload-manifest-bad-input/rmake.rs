@@ -167,12 +167,18 @@ fn main() {
     on_gpu.target_cpu("gfx90a").arg("-Zoffload=HostMetadata=gpu.json");
     refused(
         &mut on_gpu,
-        "is the host metadata pass: it runs alone, for the host target (not `amdgcn-amd-amdhsa`)",
+        "is the host metadata pass: it runs for the host target (not `amdgcn-amd-amdhsa`), alone \
+         or beside `-Zoffload=Host=<image>`",
     );
     refused(
-        host("kernel.rs").arg("-Zoffload=HostMetadata=both.json,Host=/nonexistent/host.out"),
-        "is the host metadata pass: it runs alone",
+        host("kernel.rs").arg("-Zoffload=HostMetadata=both.json,Test"),
+        "is the host metadata pass: it runs for the host target",
     );
+    // Beside `Host=<image>` the pass is part of the host build: the crate compiles and its
+    // manifest is written; the image, which the device pass builds from that manifest
+    // afterwards, is not read.
+    host("kernel.rs").arg("-Zoffload=HostMetadata=beside.json,Host=/nonexistent/host.out").run();
+    assert_eq!(rfs::read_to_string("beside.json"), good, "the manifest beside `Host=<image>`");
 
     // A kernel that device code calls directly: it is an entry point of the image, with the
     // GPU kernel calling convention, so the call would be wrong.

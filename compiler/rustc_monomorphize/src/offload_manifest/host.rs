@@ -16,9 +16,10 @@ use super::{LaunchKey, LaunchRecord, MAGIC, is_kernel};
 use crate::errors;
 
 /// The start of the host metadata pass, before the crate metadata is encoded: refuses the pass
-/// on a GPU target or with another `-Zoffload` value (a fatal error), then collects this
-/// crate's launches, so that a launch that cannot be recorded stops the compilation before
-/// an rmeta without it is written.
+/// on a GPU target or with another `-Zoffload` value than `Host=<image>` (a fatal error; beside
+/// `Host=<image>` the pass is part of the host build), then collects this crate's launches, so
+/// that a launch that cannot be recorded stops the compilation before an rmeta without it is
+/// written.
 pub fn start_host_metadata_pass(tcx: TyCtxt<'_>, path: &str) {
     if tcx.sess.target.is_like_gpu
         || tcx
@@ -27,7 +28,7 @@ pub fn start_host_metadata_pass(tcx: TyCtxt<'_>, path: &str) {
             .unstable_opts
             .offload
             .iter()
-            .any(|o| !matches!(o, Offload::HostMetadata(_)))
+            .any(|o| !matches!(o, Offload::HostMetadata(_) | Offload::Host(_)))
     {
         tcx.dcx().emit_fatal(errors::OffloadHostMetadataMisplaced {
             path: path.to_string(),

@@ -26,10 +26,24 @@ pub(crate) const CUDA_BIN: &str = "CARGO_OFFLOAD_CUDA_BIN";
 /// ([`crate::vendor::runtime_lib_dir`]).
 pub(crate) const RUNTIME_LIB: &str = "CARGO_OFFLOAD_RUNTIME_LIB";
 
-/// Set by `cargo offload` for the host metadata pass, whose `RUSTC_WRAPPER` is `cargo-offload`:
-/// it tells that copy which pass it wraps, and holds the folder of the manifests, one per crate
-/// ([`crate::wrapper::wrap_rustc`]).
+/// Set by `cargo offload` for the host build, whose `RUSTC_WRAPPER` is `cargo-offload`: it
+/// tells that copy which pass it wraps, and holds the folder of the manifests, one per crate
+/// ([`crate::wrapper::wrap_host_rustc`]).
 pub(crate) const HOST_METADATA_DIR: &str = "CARGO_OFFLOAD_HOST_METADATA_DIR";
+
+/// Set by `cargo offload` for the host build: the image path that every crate's
+/// `-Zoffload=Host=<image>` names (the first arch's `host.out`; the compilations do not read
+/// it, since they write the manifests the images are built from).
+pub(crate) const HOST_IMAGE: &str = "CARGO_OFFLOAD_HOST_IMAGE";
+
+/// Set by `cargo offload` for the host build's second run, which links the programs: the link
+/// arguments that add the registration of the images and the offload runtime, separated by
+/// `\x1f` (empty when no kernel is launched). Unset in the first run, which links nothing.
+pub(crate) const HOST_LINK: &str = "CARGO_OFFLOAD_HOST_LINK";
+
+/// Set by `cargo offload` for the host build: the folder where the wrapper records the
+/// programs that the first run compiled ([`crate::manifests::root_manifests`] reads it).
+pub(crate) const HOST_PROGRAMS: &str = "CARGO_OFFLOAD_HOST_PROGRAMS";
 
 /// Set by `cargo offload` for the device pass of a program that defines kernels, whose
 /// `RUSTC_WRAPPER` is `cargo-offload`: the crate name of that program, which the wrapper

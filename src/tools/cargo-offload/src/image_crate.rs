@@ -199,8 +199,8 @@ fn root_graph(roots: &[PathBuf], krate: &str) -> Result<BTreeSet<String>> {
         }
     }
     fail(format!(
-        "the program `{krate}` defines kernels, but the host metadata pass wrote no manifest for \
-         it: build it (`--bin NAME`, `--example NAME` or `-p PACKAGE`)"
+        "the program `{krate}` defines kernels, but the host pass wrote no manifest for it: \
+         build it (`--bin NAME`, `--example NAME` or `-p PACKAGE`)"
     ))
 }
 
@@ -232,7 +232,7 @@ fn write_image_crate<'a>(
     );
     for krate in libraries {
         let library = &ws.libraries[krate];
-        // A library the host metadata pass did not build for the target keeps its defaults.
+        // A library the host pass did not build for the target keeps its defaults.
         let features = match features.get(krate) {
             Some(features) => {
                 let list: Vec<String> = features.iter().map(|f| toml_string(f)).collect();
@@ -427,7 +427,6 @@ mod tests {
             member_ids: libraries.iter().chain(&["app"]).map(|l| format!("{l} 0.1")).collect(),
             dependency_ids: BTreeMap::new(),
             ambiguous: BTreeMap::new(),
-            linking_packages: BTreeSet::new(),
             programs: BTreeMap::from([
                 ("app".to_string(), program(&["--bin", "app"])),
                 ("guide".to_string(), program(&["--lib"])),

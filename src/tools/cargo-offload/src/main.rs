@@ -3,10 +3,11 @@
 //! program that runs them through LLVM's offload runtime.
 //!
 //! The passes (see `src/doc/cargo-offload.md` for the whole story):
-//! 1. host metadata pass: `cargo check --target <host>`, every crate with
-//!    `-Zoffload=HostMetadata=<manifest>` (one manifest per crate, named by its crate name and
-//!    cargo's `-C extra-filename`, given through `RUSTC_WRAPPER`, the way cargo-miri drives
-//!    rustc); the manifests of the root crates (those of the workspace packages) are merged;
+//! 1. host pass, compile: `cargo build|test --target <host>`, every crate with
+//!    `-Zoffload=Host=<image>` and `-Zoffload=HostMetadata=<manifest>` (one manifest per crate,
+//!    named by its crate name and cargo's `-C extra-filename`, given through `RUSTC_WRAPPER`,
+//!    the way cargo-miri drives rustc), the programs with `-Zno-link`; the manifests of the
+//!    root crates (those of the workspace packages) are merged;
 //! 2. one device pass per arch: a generated image crate that depends on the workspace
 //!    libraries defining the kernels (or a program that defines kernels, compiled as an
 //!    `rlib`), built with `-Zoffload=Device=<merged manifest>` for the arch's target against
@@ -14,8 +15,9 @@
 //!    builds it from source); its image is compiled by the vendor tools (`llc`, `ld.lld`;
 //!    `ptxas`, `nvlink`), packaged with `llvm-offload-binary`, and all images are wrapped into
 //!    one registration object by `llvm-offload-wrapper`;
-//! 3. host pass: `cargo build|run|test --target <host>` with `-Zoffload=Host=<image>`, linked
-//!    with the registration object and LLVM's offload runtime (`libomptarget`), with an rpath;
+//! 3. host pass, link: the same cargo command again, which finds every crate fresh but the
+//!    programs, which rustc links (`-Zlink-only`) with the registration object and LLVM's
+//!    offload runtime (`libomptarget`), with an rpath;
 //! 4. `run` and `test` run the programs (in place, or, under `./x.py cargo`, on the machine's
 //!    own OS through `--run-plan`); `bundle` writes them with their libraries into a folder.
 //!
@@ -48,13 +50,13 @@ use std::process::ExitCode;
 use crate::args::{USAGE, parse_args};
 use crate::passes::run;
 use crate::util::Failure;
-use crate::wrapper::{wrap_program_rustc, wrap_rustc};
+use crate::wrapper::{wrap_host_rustc, wrap_program_rustc};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     // As `RUSTC_WRAPPER`, cargo runs us as `cargo-offload <rustc> <args>`.
     if let Ok(pass) = std::env::var(env::HOST_METADATA_DIR) {
-        return wrap_rustc(&pass, &args[1..]);
+        return wrap_host_rustc(&pass, &args[1..]);
     }
     if let Ok(program) = std::env::var(env::DEVICE_PROGRAM) {
         return wrap_program_rustc(&program, &args[1..]);

@@ -1,7 +1,8 @@
 //! Running the cargo passes: each pass as one cargo command with its own target folder under
 //! `<target dir>/offload/` and its progress lines, and [`run`], which drives them in order
-//! (host metadata pass, one device pass per arch, registration, host pass) and then runs the
-//! programs that `run` and `test` built.
+//! (the host pass's compile run, which writes the manifests, one device pass per arch,
+//! registration, the host pass's link run) and then runs the programs that `run` and `test`
+//! built.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -20,13 +21,12 @@ use crate::image_crate::{
     DEVICE_CFG, DeviceCore, ImageBuilder, device_core, image_builder, resolved_features,
 };
 use crate::launch::{bundle_folder, run_programs, write_bundle};
-use crate::manifests::{merge_manifests, root_manifests};
+use crate::manifests::{Roots, merge_manifests, root_manifests};
 use crate::registration::wrap_images;
 use crate::util::{Failure, Result, copy_if_changed, fail, forget_other_compilers_output};
 use crate::vendor::{device_binary, runtime_lib_dir};
 use crate::workspace::{
-    Workspace, host_triple, manifest_path_args, profile_args, profile_dir, source_args,
-    test_check_targets, workspace,
+    Workspace, host_triple, manifest_path_args, profile_args, profile_dir, source_args, workspace,
 };
 
 /// Prints one progress line for a pass: `[cargo offload] <what> (<seconds> s)`.
@@ -163,8 +163,10 @@ fn needs_std_error(what: &str, needs_std: &BTreeSet<(String, String)>) -> Option
 }
 
 /// Runs a cargo pass; its JSON messages are read for the artifacts, diagnostics are shown as
-/// rendered. Returns the `compiler-artifact` messages.
-fn cargo_pass(what: &str, mut cmd: Command) -> Result<Vec<Value>> {
+/// rendered (with `errors_only`, only errors: cargo repeats the warnings of the crates it finds
+/// fresh, which the host pass's compile run has shown). Returns the `compiler-artifact`
+/// messages.
+fn cargo_pass(what: &str, mut cmd: Command, errors_only: bool) -> Result<Vec<Value>> {
     let start = Instant::now();
     eprintln!("[cargo offload] {what}");
     let mut artifacts = Vec::new();
@@ -186,7 +188,11 @@ fn cargo_pass(what: &str, mut cmd: Command) -> Result<Vec<Value>> {
                 {
                     continue;
                 }
-                if let Some(rendered) = message["message"]["rendered"].as_str() {
+                let error =
+                    message["message"]["level"].as_str().is_some_and(|l| l.contains("error"));
+                if let Some(rendered) = message["message"]["rendered"].as_str()
+                    && (error || !errors_only)
+                {
                     eprint!("{rendered}");
                 }
             }
@@ -221,9 +227,9 @@ fn cargo_command(cargo: &OsString, verb: &str) -> Command {
     cmd
 }
 
-/// Builds what `inv` asks for: the host metadata pass, then, if any kernel is launched, one
-/// device pass per arch and the registration of their images, then the host pass; `run` and
-/// `test` then run the programs.
+/// Builds what `inv` asks for: the host pass's compile run, which writes the manifests, then,
+/// if any kernel is launched, one device pass per arch and the registration of their images,
+/// then the host pass's link run; `run` and `test` then run the programs.
 pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     let mut build = Build::new(inv)?;
     // A bundle's folder is checked before the build, which takes a while.
@@ -231,19 +237,27 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     if inv.verb == Verb::Bundle {
         bundle_folder(&bundle_out)?;
     }
-    let metadata = build.host_metadata_pass()?;
-    let kernels = metadata.kernels;
-    let images_dir = build.dir.join("images");
-    fs::create_dir_all(&images_dir)
-        .map_err(|e| Failure::new(format!("cannot create {}: {e}", images_dir.display())))?;
-    let mut host_rustflags = format!("{} {}", build.user_rustflags, build.check_cfg);
+    // The runs share the target folder's files between their steps (the manifests, the
+    // `.rlink` files, the images): one `cargo offload` at a time per target folder.
+    let _lock = build.lock()?;
+    let compiled = build.host_compile()?;
+    let kernels = compiled.kernels;
+    let mut link_args = Vec::new();
     if kernels > 0 {
-        host_rustflags.push_str(&build.device_images(&metadata, &images_dir)?);
+        link_args = build.device_images(&compiled)?;
     } else {
         eprintln!("[cargo offload] no kernel launches: the program gets no device image");
     }
-    let artifacts = build.host_pass(&host_rustflags)?;
-    let programs = build.products(&artifacts, kernels > 0, &images_dir);
+    let artifacts = build.host_link(&link_args)?;
+    // A file edited while this build ran may have changed the launches after the images were
+    // built: the programs are linked, but with images of the earlier launches.
+    if merge_manifests(&compiled.roots.manifests)? != compiled.manifest {
+        return fail(
+            "the sources changed while this build ran: the launches that the host pass \
+             recorded differ from those the device images were built from; build again",
+        );
+    }
+    let programs = build.products(&artifacts, kernels > 0);
     if inv.verb == Verb::Bundle {
         write_bundle(&bundle_out, &programs)?;
         return Ok(ExitCode::SUCCESS);
@@ -282,8 +296,8 @@ fn forget_image(deps: &Path, krate: &str) {
     }
 }
 
-/// What the host metadata pass found.
-struct HostMetadata {
+/// What the host pass's compile run found.
+struct CompileRun {
     /// The merged manifest of the root crates.
     manifest: Manifest,
     /// Its number of kernel instances.
@@ -291,8 +305,8 @@ struct HostMetadata {
     /// The features that the host build resolved for the workspace's crates
     /// ([`resolved_features`]).
     features: BTreeMap<String, BTreeSet<String>>,
-    /// The root crates' own manifests.
-    roots: Vec<PathBuf>,
+    /// The root crates' own manifests, and the programs the run found fresh.
+    roots: Roots,
 }
 
 /// The path of this `cargo-offload`, which cargo runs as `RUSTC_WRAPPER`.
@@ -312,8 +326,10 @@ struct Build<'a> {
     ws: Workspace,
     /// `<target dir>/offload`: the target folders of the passes and what they share.
     dir: PathBuf,
-    /// The manifests of the host metadata pass, one per crate.
+    /// The manifests that the host pass writes, one per crate.
     manifests: PathBuf,
+    /// `<dir>/images`: the images, their registration and the image the host pass names.
+    images_dir: PathBuf,
     /// The profile folder (`debug`, `release`, ...) of the user's cargo args.
     profile: String,
     /// The user's `RUSTFLAGS`, which the host passes keep.
@@ -333,8 +349,11 @@ impl<'a> Build<'a> {
         let dir = ws.target_dir.join("offload");
         forget_other_compilers_output(&dir)?;
         let manifests = dir.join("manifests");
-        fs::create_dir_all(&manifests)
-            .map_err(|e| Failure::new(format!("cannot create {}: {e}", manifests.display())))?;
+        let images_dir = dir.join("images");
+        for folder in [&manifests, &images_dir] {
+            fs::create_dir_all(folder)
+                .map_err(|e| Failure::new(format!("cannot create {}: {e}", folder.display())))?;
+        }
         Ok(Build {
             inv,
             cargo,
@@ -343,55 +362,92 @@ impl<'a> Build<'a> {
             ws,
             dir,
             manifests,
+            images_dir,
             profile: profile_dir(&inv.cargo_args),
             user_rustflags: std::env::var("RUSTFLAGS").unwrap_or_default(),
             check_cfg: format!("--check-cfg=cfg({DEVICE_CFG})"),
         })
     }
 
-    /// 1. The host metadata pass, with `cargo-offload` as `RUSTC_WRAPPER`.
-    fn host_metadata_pass(&mut self) -> Result<HostMetadata> {
+    /// The cargo command of the host pass, both runs: `cargo build`, or `cargo test --no-run`
+    /// (`run` and `test` build with cargo and run the programs themselves: cargo would put the
+    /// toolchain's library folder on `LD_LIBRARY_PATH`, whose copy of `libomp` the runtime would
+    /// then load a second time beside the program's own), with `cargo-offload` as
+    /// `RUSTC_WRAPPER` ([`crate::wrapper::wrap_host_rustc`]). Both runs have the same flags, so
+    /// that the second finds fresh what the first compiled.
+    fn host_command(&self) -> Result<Command> {
         let (inv, host) = (self.inv, &self.host);
-        let mut check = cargo_command(&self.cargo, "check");
-        check
-            .args(&inv.cargo_args)
-            .args(if inv.verb == Verb::Test { test_check_targets(&inv.cargo_args) } else { &[] })
+        let mut cmd =
+            cargo_command(&self.cargo, if inv.verb == Verb::Test { "test" } else { "build" });
+        cmd.args(&inv.cargo_args)
+            .args(if inv.verb == Verb::Test { &["--no-run"][..] } else { &[] })
             .args(["--target", host, "--target-dir"])
-            .arg(self.dir.join("host-metadata"))
+            .arg(self.dir.join("host"))
+            // The passes' folders are apart only if cargo's build folder (`build.build-dir`)
+            // follows the target folder.
+            .env("CARGO_BUILD_BUILD_DIR", self.dir.join("host"))
             .env("RUSTC_WRAPPER", current_exe()?)
             .env(env::HOST_METADATA_DIR, &self.manifests)
-            .env("RUSTFLAGS", format!("{} {}", self.user_rustflags, self.check_cfg));
-        // The pass generates no code, so what makes a release profile non-incremental (the
-        // optimizations that incremental codegen units give up) does not apply to it; after an
-        // edit it then type-checks again only what changed. The pass writes the manifest in
-        // every session, from queries that the dependency graph tracks. The variable outranks
-        // the profiles' `incremental` and `build.incremental`; a caller's own value is kept, so
-        // that `CARGO_INCREMENTAL=0` still turns it off (to save the disk, or to rule it out).
-        if std::env::var_os("CARGO_INCREMENTAL").is_none() {
-            check.env("CARGO_INCREMENTAL", "1");
+            .env(env::HOST_IMAGE, self.images_dir.join("host.out"))
+            .env(env::HOST_PROGRAMS, self.programs_dir())
+            .env("RUSTFLAGS", format!("{} {}", self.user_rustflags, self.check_cfg).trim());
+        Ok(cmd)
+    }
+
+    /// Takes the lock of this target folder's offload build (`<dir>/lock`), waiting while
+    /// another `cargo offload` holds it; the lock goes with the returned file.
+    fn lock(&self) -> Result<fs::File> {
+        let path = self.dir.join("lock");
+        let file = fs::File::create(&path)
+            .map_err(|e| Failure::new(format!("cannot create {}: {e}", path.display())))?;
+        if file.try_lock().is_err() {
+            eprintln!(
+                "[cargo offload] waiting for another cargo offload in {}",
+                self.dir.display()
+            );
+            file.lock()
+                .map_err(|e| Failure::new(format!("cannot lock {}: {e}", path.display())))?;
         }
-        let artifacts = cargo_pass(&format!("host metadata pass ({host})"), check)?;
-        let roots = root_manifests(&artifacts, &self.ws, &self.manifests);
-        let manifest = merge_manifests(&roots)?;
+        Ok(file)
+    }
+
+    /// Where the host pass's compile run records the programs it compiled.
+    fn programs_dir(&self) -> PathBuf {
+        self.dir.join("host-programs")
+    }
+
+    /// 1. The host pass's compile run: every crate compiled once, writing its manifest, and no
+    /// program linked; the manifests of the root crates merged.
+    fn host_compile(&mut self) -> Result<CompileRun> {
+        let host = &self.host;
+        let programs = self.programs_dir();
+        if programs.exists() {
+            fs::remove_dir_all(&programs)
+                .map_err(|e| Failure::new(format!("cannot remove {}: {e}", programs.display())))?;
+        }
+        let cmd = self.host_command()?;
+        let artifacts = cargo_pass(&format!("host pass ({host}): compile"), cmd, false)?;
+        let roots = root_manifests(&artifacts, &self.ws, host, &self.manifests, &programs)?;
+        let manifest = merge_manifests(&roots.manifests)?;
         let kernels = manifest.kernels.len();
+        let count = roots.manifests.len();
         eprintln!(
-            "[cargo offload] {kernels} kernel instance{} in the manifests of {} root crate{}",
+            "[cargo offload] {kernels} kernel instance{} in the manifests of {count} root crate{}",
             if kernels == 1 { "" } else { "s" },
-            roots.len(),
-            if roots.len() == 1 { "" } else { "s" }
+            if count == 1 { "" } else { "s" }
         );
         // The path dependencies outside the workspace may define kernels too.
         self.ws.add_dependencies(&artifacts, host);
         let features = resolved_features(&artifacts, &self.ws, host);
-        Ok(HostMetadata { manifest, kernels, features, roots })
+        Ok(CompileRun { manifest, kernels, features, roots })
     }
 
     /// 2. What builds the images ([`image_builder`]), one device pass per arch and the
-    /// registration of their images; returns the flags that the host pass adds to its
-    /// `RUSTFLAGS`.
-    fn device_images(&self, metadata: &HostMetadata, images_dir: &Path) -> Result<String> {
-        let HostMetadata { manifest, features, roots, .. } = metadata;
-        let builder = image_builder(&self.dir, &self.ws, manifest, features, roots)?;
+    /// registration of their images; returns the link arguments of the host pass's link run.
+    fn device_images(&self, compiled: &CompileRun) -> Result<Vec<String>> {
+        let CompileRun { manifest, features, roots, .. } = compiled;
+        let images_dir = &self.images_dir;
+        let builder = image_builder(&self.dir, &self.ws, manifest, features, &roots.manifests)?;
         let packaged = if let [arch] = &self.archs[..] {
             vec![self.device_pass(arch, &builder, images_dir, &mut Log::Live)?]
         } else {
@@ -423,7 +479,7 @@ impl<'a> Build<'a> {
             }
             results.into_iter().collect::<Result<Vec<_>>>()?
         };
-        self.register(images_dir, &packaged)
+        self.register(&packaged, &roots.fresh_programs)
     }
 
     /// The device pass of `arch`: builds the image builder for its target, then its image with
@@ -563,13 +619,18 @@ impl<'a> Build<'a> {
         Ok(())
     }
 
-    /// 3. The registration object of the `packaged` images, and the image the host pass names;
-    /// when the registration changed, the packages that link it are cleaned. Returns the flags
-    /// that the host pass adds to its `RUSTFLAGS`.
-    fn register(&self, images_dir: &Path, packaged: &[(PathBuf, PathBuf)]) -> Result<String> {
+    /// 3. The registration object of the `packaged` images, and the image the host pass names.
+    /// When the registration changed, the `fresh_programs` (linked with an earlier one) are
+    /// removed, so that the link run links them again. Returns the link arguments of the host
+    /// pass's link run.
+    fn register(
+        &self,
+        packaged: &[(PathBuf, PathBuf)],
+        fresh_programs: &[PathBuf],
+    ) -> Result<Vec<String>> {
         let start = Instant::now();
-        let registration = images_dir.join("offload-registration.o");
-        let changed = wrap_images(images_dir, &self.host, packaged, &registration)?;
+        let registration = self.images_dir.join("offload-registration.o");
+        let changed = wrap_images(&self.images_dir, &self.host, packaged, &registration)?;
         let images = if packaged.len() == 1 { "" } else { "s" };
         progress(
             &format!(
@@ -579,70 +640,42 @@ impl<'a> Build<'a> {
             ),
             start,
         );
-        // The host pass must name an image (`host.out`); the first arch's does.
-        let host_out = images_dir.join("host.out");
-        copy_if_changed(&packaged[0].0, &host_out)?;
-        let runtime = runtime_lib_dir();
+        // The host pass names an image (`host.out`), which it does not read; the first arch's.
+        copy_if_changed(&packaged[0].0, &self.images_dir.join("host.out"))?;
+        if changed {
+            for program in fresh_programs {
+                fs::remove_file(program).map_err(|e| {
+                    Failure::new(format!("cannot remove {}: {e}", program.display()))
+                })?;
+            }
+        }
+        let rt = runtime_lib_dir().display().to_string();
         // The registration calls `atexit`, which glibc keeps in its static part
         // (`libc_nonshared.a`, named by the `libc.so` linker script): rustc names `-lc` before
         // the link arguments, so the object needs its own `-lc` after it.
-        let flags = format!(
-            " -Zunstable-options -Zoffload=Host={} -Clink-arg={} \
-             -Clink-arg=-L{rt} -Clink-arg=-lomptarget -Clink-arg=-lomp -Clink-arg=-Wl,-rpath,{rt} \
-             -Clink-arg=-lc",
-            host_out.display(),
-            registration.display(),
-            rt = runtime.display(),
-        );
-        if changed && !self.ws.linking_packages.is_empty() {
-            self.clean_linking_packages();
-        }
-        Ok(flags)
+        Ok(vec![
+            registration.display().to_string(),
+            format!("-L{rt}"),
+            "-lomptarget".to_string(),
+            "-lomp".to_string(),
+            format!("-Wl,-rpath,{rt}"),
+            "-lc".to_string(),
+        ])
     }
 
-    /// Cargo does not see a link argument's contents: the packages that link programs (or a
-    /// `cdylib`) are rebuilt against the new images; libraries stay as they are.
-    fn clean_linking_packages(&self) {
-        let cargo_args = &self.inv.cargo_args;
-        let mut clean = cargo_command(&self.cargo, "clean");
-        clean.args(["--target", &self.host, "--target-dir"]).arg(self.dir.join("host"));
-        match self.profile.as_str() {
-            "debug" => {}
-            "release" => {
-                clean.arg("--release");
-            }
-            custom => {
-                clean.args(["--profile", custom]);
-            }
-        }
-        clean.args(manifest_path_args(cargo_args));
-        for package in &self.ws.linking_packages {
-            clean.args(["-p", package]);
-        }
-        let _ = clean.stdout(Stdio::null()).stderr(Stdio::null()).status();
-    }
-
-    /// 4. The host pass. `run` and `test` build with cargo and run the programs themselves:
-    /// cargo would put the toolchain's library folder on `LD_LIBRARY_PATH`, whose copy of
-    /// `libomp` the runtime would then load a second time beside the program's own. Returns
-    /// the pass's artifacts.
-    fn host_pass(&self, host_rustflags: &str) -> Result<Vec<Value>> {
-        let (inv, host) = (self.inv, &self.host);
-        let mut host_pass =
-            cargo_command(&self.cargo, if inv.verb == Verb::Test { "test" } else { "build" });
-        host_pass
-            .args(&inv.cargo_args)
-            .args(if inv.verb == Verb::Test { &["--no-run"][..] } else { &[] })
-            .args(["--target", host, "--target-dir"])
-            .arg(self.dir.join("host"))
-            .env("RUSTFLAGS", host_rustflags.trim());
-        cargo_pass(&format!("host pass ({host})"), host_pass)
+    /// 4. The host pass's link run: the same cargo command as the compile run, which links the
+    /// programs with `link_args` (`-Zlink-only`, [`crate::wrapper::wrap_host_rustc`]). Returns the
+    /// run's artifacts.
+    fn host_link(&self, link_args: &[String]) -> Result<Vec<Value>> {
+        let mut cmd = self.host_command()?;
+        cmd.env(env::HOST_LINK, link_args.join("\x1f"));
+        cargo_pass(&format!("host pass ({}): link", self.host), cmd, true)
     }
 
     /// The programs among the host pass's `artifacts` (for `test`, the test harnesses, not the
     /// examples that `cargo test` builds beside them), each named on one line; a static library
     /// is named with what to link it with, when there are `images`.
-    fn products(&self, artifacts: &[Value], images: bool, images_dir: &Path) -> Vec<String> {
+    fn products(&self, artifacts: &[Value], images: bool) -> Vec<String> {
         let test = self.inv.verb == Verb::Test;
         let programs: Vec<String> = artifacts
             .iter()
@@ -662,7 +695,7 @@ impl<'a> Build<'a> {
                     eprintln!(
                         "[cargo offload] built {lib}: link it with {} -L{rt} -lomptarget -lomp \
                          -Wl,-rpath,{rt}",
-                        images_dir.join("offload-registration.o").display(),
+                        self.images_dir.join("offload-registration.o").display(),
                         rt = runtime_lib_dir().display()
                     );
                 }

@@ -10,7 +10,6 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::args::is_flag;
 use crate::util::{Failure, Result};
 
 /// What `cargo metadata --no-deps` tells about the workspace.
@@ -21,7 +20,7 @@ pub(crate) struct Workspace {
     pub(crate) root: PathBuf,
     /// Library crate name (`-` as `_`) -> its package and where that comes from: the libraries
     /// of the workspace's members, and those of the dependencies (path, registry, git) that the
-    /// host metadata pass built ([`Workspace::add_dependencies`]). A member's library takes
+    /// host pass built ([`Workspace::add_dependencies`]). A member's library takes
     /// precedence over a dependency's of the same crate name.
     pub(crate) libraries: BTreeMap<String, Library>,
     /// Package ids of the workspace's members (cargo's `workspace_members`).
@@ -33,9 +32,6 @@ pub(crate) struct Workspace {
     /// build a library of that name (two versions of a registry crate, say): the image crate
     /// cannot tell which one defines a kernel of that crate, so such a kernel is an error.
     pub(crate) ambiguous: BTreeMap<String, BTreeSet<String>>,
-    /// Packages with a target that the host pass links (a program, an example, a test, a
-    /// `cdylib`): those link the device images' registration.
-    pub(crate) linking_packages: BTreeSet<String>,
     /// Crate name (`-` as `_`) -> the crate that no other crate can depend on but that may
     /// define kernels: a program, an example, a library without `lib`, `rlib` or `dylib` among its
     /// crate types (a `cdylib`). A library of the same crate name takes precedence.
@@ -155,7 +151,6 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let mut libraries = BTreeMap::new();
     let mut programs = BTreeMap::new();
-    let mut linking_packages = BTreeSet::new();
     for package in meta["packages"].as_array().into_iter().flatten() {
         let dir = PathBuf::from(text(package, "manifest_path"))
             .parent()
@@ -189,12 +184,6 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
                 let package = text(package, "name");
                 programs.insert(krate, Program { package, selector, dependencies });
             }
-            if kinds
-                .iter()
-                .any(|k| matches!(*k, "bin" | "example" | "test" | "bench" | "cdylib" | "dylib"))
-            {
-                linking_packages.insert(text(package, "name"));
-            }
         }
     }
     let member_ids = meta["workspace_members"]
@@ -211,7 +200,6 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
         member_ids,
         dependency_ids: BTreeMap::new(),
         ambiguous: BTreeMap::new(),
-        linking_packages,
         programs,
     })
 }
@@ -264,7 +252,14 @@ impl Workspace {
 /// `<target dir>/<target>/` (a build dependency's lie elsewhere, with features resolved apart).
 pub(crate) fn built_for(artifact: &Value, target: &str) -> bool {
     let target_dir = format!("/{target}/");
-    let files = artifact["filenames"].as_array().into_iter().flatten();
+    // Cargo lists only the files that exist: a program that the host pass's compile run did
+    // not link yet has none (its executable is named), nor has a `cdylib`; only crates for the
+    // target are compiled without linking.
+    let mut files = artifact["filenames"].as_array().into_iter().flatten().peekable();
+    if files.peek().is_none() && artifact["executable"].is_null() {
+        return true;
+    }
+    let files = files.chain(Some(&artifact["executable"]));
     files.filter_map(Value::as_str).any(|f| f.contains(&target_dir))
 }
 
@@ -405,57 +400,12 @@ pub(crate) fn source_args(cargo_args: &[String]) -> Vec<String> {
     out
 }
 
-/// Cargo's target selection options (`--lib`, `--bin NAME`, `--tests`, `--all-targets`, ...).
-const TARGET_SELECTION: &[&str] = &[
-    "--lib",
-    "--bin",
-    "--bins",
-    "--example",
-    "--examples",
-    "--test",
-    "--tests",
-    "--bench",
-    "--benches",
-    "--all-targets",
-    "--doc",
-];
-
-/// The target selection that the host metadata pass of `cargo offload test` adds to the user's
-/// cargo args: `--tests` (the crates that `cargo test` compiles as tests, with `cfg(test)`),
-/// and, when the user selects no target, `--examples` too, since `cargo test` then also builds
-/// the examples (to see that they compile), which the host pass links with the images. Without
-/// it, a kernel instance that only an example launches would be missing from the images, and
-/// the host pass would refuse the example. An example or bench that the user names is checked
-/// as itself, not as a test (`cargo test --example NAME` compiles it with `cfg(test)`).
-pub(crate) fn test_check_targets(cargo_args: &[String]) -> &'static [&'static str] {
-    let selects = cargo_args.iter().any(|a| TARGET_SELECTION.iter().any(|flag| is_flag(a, flag)));
-    if selects { &["--tests"] } else { &["--tests", "--examples"] }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
     use crate::util::strings;
-
-    #[test]
-    fn test_check_adds_examples_only_without_target_selection() {
-        assert_eq!(
-            test_check_targets(&strings(&["--release", "-p", "app"])),
-            ["--tests", "--examples"]
-        );
-        assert_eq!(test_check_targets(&strings(&["--test", "t", "--release"])), ["--tests"]);
-        assert_eq!(test_check_targets(&strings(&["--lib"])), ["--tests"]);
-        assert_eq!(test_check_targets(&strings(&["--bin=app"])), ["--tests"]);
-        assert_eq!(test_check_targets(&strings(&["--bench=b"])), ["--tests"]);
-        assert_eq!(test_check_targets(&strings(&["--example=x"])), ["--tests"]);
-        assert_eq!(test_check_targets(&strings(&["--examples", "--workspace"])), ["--tests"]);
-        assert_eq!(test_check_targets(&strings(&["--all-targets"])), ["--tests"]);
-        assert_eq!(test_check_targets(&strings(&["--workspace"])), ["--tests", "--examples"]);
-        // Only a whole flag, or one with `=VALUE`, selects: not a longer flag that starts alike.
-        assert_eq!(test_check_targets(&strings(&["--libfoo"])), ["--tests", "--examples"]);
-    }
 
     #[test]
     fn profile_folder_follows_release_and_profile() {
@@ -505,7 +455,6 @@ mod tests {
             member_ids: BTreeSet::from(["path+file:///ws/kern#0.1.0".to_string()]),
             dependency_ids: BTreeMap::new(),
             ambiguous: BTreeMap::new(),
-            linking_packages: BTreeSet::new(),
             programs: BTreeMap::new(),
         };
         let host = "x86_64-unknown-linux-gnu";

@@ -1,28 +1,255 @@
 //! The `RUSTC_WRAPPER` side of `cargo offload`, the way cargo-miri drives rustc: cargo runs
-//! `cargo-offload <rustc> <args>` for every rustc it needs. In the host metadata pass each
-//! crate compiled for the target gets its own manifest (`-Zoffload=HostMetadata=<manifest>`,
-//! [`wrap_rustc`]); in the device pass of a program that defines kernels, the program is
+//! `cargo-offload <rustc> <args>` for every rustc it needs. In the host build each crate
+//! compiled for the target also writes its own manifest (`-Zoffload=HostMetadata=<manifest>`
+//! beside `-Zoffload=Host=<image>`), and a program is linked only once the images exist
+//! ([`wrap_host_rustc`]); in the device pass of a program that defines kernels, the program is
 //! compiled as an `rlib` ([`wrap_program_rustc`]).
 
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use crate::args::is_flag;
 use crate::env;
 
-/// `RUSTC_WRAPPER` of the host metadata pass: gives each crate compiled for the target (cargo
-/// passes `--target` to those, not to build scripts and proc macros) its own manifest,
-/// `<dir>/<crate name><extra filename>.json`, then runs rustc.
-pub(crate) fn wrap_rustc(dir: &str, args: &[String]) -> ExitCode {
+/// `RUSTC_WRAPPER` of the host build, which cargo runs twice over one target folder with the
+/// same flags, so that the second run finds fresh every crate that the first compiled. Each
+/// crate compiled for the target (cargo passes `--target` to those, not to build scripts and
+/// proc macros) gets `-Zoffload=Host=<image>` (`image`: the path of [`env::HOST_IMAGE`]) and its
+/// own manifest, `<dir>/<crate name><extra filename>.json` (the host metadata pass, in the same
+/// compilation). The runs differ in what a program (an executable, a test, a `cdylib`) does:
+/// - the first ([`env::HOST_LINK`] unset) compiles it with `-Zno-link`: rustc writes its objects
+///   and an `.rlink` file but no program, and an earlier program file is removed, so that cargo
+///   finds it missing and runs rustc for it again in the second run; the crate is recorded in
+///   [`env::HOST_PROGRAMS`] ([`record_program`]). A crate that is a library as well (`lib` and
+///   `cdylib`) is linked (its dependents need the library), and its program removed;
+/// - the second links it with `-Zlink-only` from that `.rlink` and the link arguments of
+///   [`env::HOST_LINK`] (the registration of the images, `\x1f`-separated). A program without
+///   an `.rlink` (removed so that it links new images), or whose sources or dependencies
+///   changed since the `.rlink` was written ([`stale`]), is compiled again first; a library
+///   and program is compiled and linked again (cargo removes its `rlib` before it runs rustc),
+///   and so are the crates that depend on it.
+pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
     let Some((rustc, args)) = args.split_first() else {
         eprintln!("error: [cargo offload] run as RUSTC_WRAPPER without a rustc to run");
         return ExitCode::from(2);
     };
-    let mut cmd = Command::new(rustc);
-    cmd.args(args).env_remove(env::HOST_METADATA_DIR);
-    if let Some(name) = manifest_name(args) {
-        cmd.arg("-Zunstable-options").arg(format!("-Zoffload=HostMetadata={dir}/{name}.json"));
+    let command = || {
+        let mut cmd = Command::new(rustc);
+        cmd.env_remove(env::HOST_METADATA_DIR)
+            .env_remove(env::HOST_IMAGE)
+            .env_remove(env::HOST_LINK)
+            .env_remove(env::HOST_PROGRAMS);
+        cmd
+    };
+    let Some(name) = manifest_name(args) else {
+        let mut cmd = command();
+        cmd.args(args);
+        return run_rustc(rustc, cmd);
+    };
+    let image = std::env::var(env::HOST_IMAGE).unwrap_or_default();
+    let offload = [
+        "-Zunstable-options".to_string(),
+        format!("-Zoffload=Host={image}"),
+        format!("-Zoffload=HostMetadata={dir}/{name}.json"),
+    ];
+    let types = crate_types(args);
+    // A `dylib` is a library: its dependents link it, and the program that loads it links the
+    // registration.
+    let links =
+        args.iter().any(|a| a == "--test") || types.iter().any(|t| matches!(*t, "bin" | "cdylib"));
+    let library = types.iter().any(|t| matches!(*t, "lib" | "rlib" | "staticlib" | "dylib"));
+    let out_dir = flag_value(args, "--out-dir").map(PathBuf::from).unwrap_or_default();
+    let rlink = out_dir.join(format!("{name}.rlink"));
+    let compile_without_link = || {
+        // Its program of an earlier build would stay in place when the second run found the
+        // crate fresh.
+        for program in program_files(&out_dir, args, &name) {
+            let _ = fs::remove_file(program);
+        }
+        let mut cmd = command();
+        cmd.args(args).args(&offload).arg("-Zno-link");
+        run_rustc(rustc, cmd)
+    };
+    let Ok(link_args) = std::env::var(env::HOST_LINK) else {
+        // The first run.
+        if links && !library {
+            let programs = std::env::var(env::HOST_PROGRAMS).unwrap_or_default();
+            if let Err(e) = record_program(Path::new(&programs), &name, args) {
+                eprintln!("error: [cargo offload] cannot record the program `{name}`: {e}");
+                return ExitCode::from(1);
+            }
+            return compile_without_link();
+        }
+        let mut cmd = command();
+        cmd.args(args).args(&offload);
+        let status = run_rustc(rustc, cmd);
+        if links && status == ExitCode::SUCCESS {
+            for program in program_files(&out_dir, args, &name) {
+                let _ = fs::remove_file(program);
+            }
+        }
+        return status;
+    };
+    // The second run.
+    let link_args: Vec<String> = link_args
+        .split('\x1f')
+        .filter(|a| !a.is_empty())
+        .map(|a| format!("-Clink-arg={a}"))
+        .collect();
+    if !links {
+        let mut cmd = command();
+        cmd.args(args).args(&offload);
+        return run_rustc(rustc, cmd);
     }
-    run_rustc(rustc, cmd)
+    if library {
+        // Its program only would do, but cargo removed its `rlib` before starting rustc.
+        let mut cmd = command();
+        cmd.args(args).args(&offload).args(&link_args);
+        return run_rustc(rustc, cmd);
+    }
+    if !rlink.is_file() || stale(&rlink, &out_dir, &name, args) {
+        let status = compile_without_link();
+        if status != ExitCode::SUCCESS {
+            return status;
+        }
+    }
+    let mut cmd = command();
+    cmd.args(link_only_args(args, &rlink)).args(&offload).arg("-Zlink-only").args(&link_args);
+    let status = run_rustc(rustc, cmd);
+    // Its objects are gone with the link: a later link compiles again.
+    let _ = fs::remove_file(&rlink);
+    status
+}
+
+/// Whether the `.rlink` file `rlink` of crate `name` (`<crate name><extra filename>`) is older
+/// than a file that its compilation read: a source file that its dep-info (`<out_dir>/<name>.d`)
+/// lists, or a dependency that `args` pass with `--extern`. That happens when a file is edited
+/// while `cargo offload` builds: the first run compiled the crate before the edit, and cargo,
+/// which runs rustc again in the second run, records the edit as built.
+fn stale(rlink: &Path, out_dir: &Path, name: &str, args: &[String]) -> bool {
+    let Ok(written) = fs::metadata(rlink).and_then(|m| m.modified()) else { return true };
+    let dep_info = fs::read_to_string(out_dir.join(format!("{name}.d"))).unwrap_or_default();
+    // Each file the compilation read is a rule of its own, `PATH:` (spaces escaped as `\ `).
+    let sources = dep_info
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.strip_suffix(':'))
+        .map(|path| PathBuf::from(path.replace("\\ ", " ")));
+    let externs = args
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| *a == "--extern")
+        .filter_map(|(i, _)| args.get(i + 1)?.split_once('=').map(|(_, p)| PathBuf::from(p)));
+    sources
+        .chain(externs)
+        .any(|file| fs::metadata(file).and_then(|m| m.modified()).is_ok_and(|m| m > written))
+}
+
+/// Records in `programs` (a folder) that the first run of the host build compiled the linking
+/// crate `name` (`<crate name><extra filename>`): a file of that name holding its source file
+/// (canonical, from `args`) and whether it is a test, one per line, which
+/// [`crate::manifests::root_manifests`] matches with cargo's artifact messages, which name a
+/// program by its path without the extra filename.
+fn record_program(programs: &Path, name: &str, args: &[String]) -> std::io::Result<()> {
+    let source = std::env::current_dir()?.join(source_file(args).unwrap_or_default());
+    // As cargo's artifact messages name it after `canonicalize`.
+    let source = fs::canonicalize(&source).unwrap_or(source);
+    let test = args.iter().any(|a| a == "--test");
+    fs::create_dir_all(programs)?;
+    fs::write(programs.join(name), format!("{}\n{test}\n", source.display()))
+}
+
+/// The source file among rustc's `args`: the one argument that ends in `.rs` and is no flag's
+/// value.
+fn source_file(args: &[String]) -> Option<&str> {
+    let mut rest = args.iter();
+    let mut source = None;
+    while let Some(arg) = rest.next() {
+        if VALUE_FLAGS.contains(&arg.as_str()) {
+            rest.next();
+        } else if !arg.starts_with('-') && arg.ends_with(".rs") {
+            source = Some(arg.as_str());
+        }
+    }
+    source
+}
+
+/// rustc's flags that take their value as the next argument.
+const VALUE_FLAGS: &[&str] = &[
+    "--crate-name",
+    "--crate-type",
+    "--edition",
+    "--emit",
+    "--out-dir",
+    "--target",
+    "--extern",
+    "--cfg",
+    "--check-cfg",
+    "--cap-lints",
+    "--error-format",
+    "--json",
+    "--diagnostic-width",
+    "--explain",
+    "--print",
+    "-o",
+    "-L",
+    "-l",
+    "-C",
+    "-Z",
+    "-A",
+    "-W",
+    "-D",
+    "-F",
+];
+
+/// `args` with the source file replaced by `rlink`, for `-Zlink-only`.
+fn link_only_args(args: &[String], rlink: &Path) -> Vec<String> {
+    let source = source_file(args);
+    args.iter()
+        .map(|a| if Some(a.as_str()) == source { rlink.display().to_string() } else { a.clone() })
+        .collect()
+}
+
+/// The values of `--crate-type` among `args`.
+fn crate_types(args: &[String]) -> Vec<&str> {
+    let mut types = Vec::new();
+    for (i, arg) in args.iter().enumerate() {
+        if arg == "--crate-type" {
+            types.extend(args.get(i + 1).into_iter().flat_map(|list| list.split(',')));
+        } else if let Some(list) = arg.strip_prefix("--crate-type=") {
+            types.extend(list.split(','));
+        }
+    }
+    types
+}
+
+/// The value of `flag` among `args`, given as `flag VALUE` or `flag=VALUE`.
+fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    args.iter().enumerate().find_map(|(i, a)| {
+        if a == flag {
+            args.get(i + 1).map(String::as_str)
+        } else {
+            a.strip_prefix(flag).and_then(|rest| rest.strip_prefix('='))
+        }
+    })
+}
+
+/// The programs (an executable, a shared library) that rustc links for the crate `name`
+/// (`<crate name><extra filename>`) into `out_dir`.
+fn program_files(out_dir: &Path, args: &[String], name: &str) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for ty in crate_types(args) {
+        match ty {
+            "bin" => files.push(out_dir.join(name)),
+            "cdylib" => files.push(out_dir.join(format!("lib{name}.so"))),
+            _ => {}
+        }
+    }
+    if args.iter().any(|a| a == "--test") {
+        files.push(out_dir.join(name));
+    }
+    files
 }
 
 /// `RUSTC_WRAPPER` of the device pass of a program that defines kernels (a `bin`, an example,
@@ -123,7 +350,7 @@ fn executables_supported(args: &[String], stdout: &str, stderr: &str) -> (String
 
 /// The value of `--crate-name` among `args`.
 fn crate_name(args: &[String]) -> Option<&str> {
-    args.iter().position(|a| a == "--crate-name").and_then(|i| args.get(i + 1)).map(String::as_str)
+    flag_value(args, "--crate-name")
 }
 
 /// Runs rustc as `cmd`; its exit status is the wrapper's.
@@ -181,6 +408,81 @@ mod tests {
         assert_eq!(manifest_name(&build_script), None);
         let probe = strings(&["-", "--crate-name", "___", "--print=file-names", "--target", "x"]);
         assert_eq!(manifest_name(&probe), None);
+    }
+
+    #[test]
+    fn a_program_links_from_its_rlink_file() {
+        let args = strings(&[
+            "--crate-name",
+            "app",
+            "--edition=2024",
+            "app/src/main.rs",
+            "--crate-type",
+            "bin",
+            "--out-dir",
+            "/t/deps",
+            "-C",
+            "extra-filename=-0123abcd",
+            "--cfg",
+            "feature=\"x.rs\"",
+            "--target",
+            "x86_64-unknown-linux-gnu",
+        ]);
+        assert_eq!(source_file(&args), Some("app/src/main.rs"));
+        assert_eq!(crate_types(&args), ["bin"]);
+        assert_eq!(flag_value(&args, "--out-dir"), Some("/t/deps"));
+        let rlink = Path::new("/t/deps/app-0123abcd.rlink");
+        let linked = link_only_args(&args, rlink);
+        assert_eq!(linked[3], "/t/deps/app-0123abcd.rlink");
+        assert_eq!(linked.iter().filter(|a| a.ends_with(".rs") || a.ends_with(".rs\"")).count(), 1);
+        assert_eq!(
+            program_files(Path::new("/t/deps"), &args, "app-0123abcd"),
+            [PathBuf::from("/t/deps/app-0123abcd")]
+        );
+        let cdylib = strings(&["--crate-type=lib,cdylib", "--crate-name", "k", "src/lib.rs"]);
+        assert_eq!(crate_types(&cdylib), ["lib", "cdylib"]);
+        assert_eq!(crate_types(&strings(&["--crate-type", "rlib,dylib"])), ["rlib", "dylib"]);
+        // A `dylib` is a library, never removed as a program.
+        let dylib = strings(&["--crate-type", "dylib", "--crate-name", "d", "src/lib.rs"]);
+        assert!(program_files(Path::new("/d"), &dylib, "d-3").is_empty());
+        assert_eq!(program_files(Path::new("/d"), &cdylib, "k-1"), [PathBuf::from("/d/libk-1.so")]);
+        let test = strings(&["--crate-name", "t", "tests/t.rs", "--test"]);
+        assert_eq!(program_files(Path::new("/d"), &test, "t-2"), [PathBuf::from("/d/t-2")]);
+    }
+
+    #[test]
+    fn an_rlink_older_than_a_source_or_dependency_is_stale() {
+        let dir = std::env::temp_dir().join(format!("cargo-offload-stale-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (source, dep, rlink) =
+            (dir.join("main.rs"), dir.join("libdep.rlib"), dir.join("a.rlink"));
+        fs::write(&source, "fn main() {}").unwrap();
+        fs::write(&dep, "").unwrap();
+        let dep_info = format!(
+            "{d}/a.d: {s}\n\n{s}:\n# env-dep:X=1\n",
+            d = dir.display(),
+            s = source.display()
+        );
+        fs::write(dir.join("a.d"), dep_info).unwrap();
+        let args = strings(&["--extern", &format!("dep={}", dep.display())]);
+        let age = |path: &Path, seconds: u64| {
+            let file = fs::File::options().write(true).open(path).unwrap();
+            let time = std::time::SystemTime::now() - std::time::Duration::from_secs(seconds);
+            file.set_modified(time).unwrap();
+        };
+        assert!(stale(&rlink, &dir, "a", &args), "no rlink");
+        fs::write(&rlink, "").unwrap();
+        age(&source, 20);
+        age(&dep, 20);
+        assert!(!stale(&rlink, &dir, "a", &args));
+        age(&source, 0);
+        age(&rlink, 10);
+        assert!(stale(&rlink, &dir, "a", &args), "the source was edited");
+        age(&source, 20);
+        assert!(!stale(&rlink, &dir, "a", &args));
+        age(&dep, 0);
+        assert!(stale(&rlink, &dir, "a", &args), "the dependency was compiled again");
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

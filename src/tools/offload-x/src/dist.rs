@@ -176,21 +176,47 @@ pub fn ensure(project: &Path, cache: &Cache) -> Result<PathBuf> {
 }
 
 /// What the tarball is built from: the device sysroot's stamp (the compiler, the libraries
-/// and their recipe, `crate::device_sysroot`), the tools that `cargo offload` runs (name,
-/// size, modification time) and a hash of this file, whose code decides the layout.
+/// and their recipe, `crate::device_sysroot`), the build sysroot's stamp (its packages: the
+/// loader, the C library and LLVM's tools and runtime come from there), and the name, size
+/// and modification time of every other file it copies that the stamps do not cover (the
+/// tools that `cargo offload` runs, the report library, NVIDIA's tools, cargo, the GPU
+/// targets' libraries), and a hash of this file, whose code decides the layout.
 fn identity(cache: &Cache) -> String {
     use std::hash::{DefaultHasher, Hash, Hasher};
     let libraries = fs::read_to_string(device_sysroot(cache).join("stamp")).unwrap_or_default();
+    let packages = fs::read_to_string(cache.sysroot_stamp()).unwrap_or_default();
     let tools = offload_tools_bin(cache);
-    let mut programs = Vec::new();
-    for program in [tools.join("cargo-offload"), tools.join("offload-manifest")] {
-        let meta = fs::metadata(&program).ok();
-        let modified = meta.as_ref().and_then(|m| m.modified().ok());
-        programs.push(format!("{} {:?} {modified:?}", program.display(), meta.map(|m| m.len())));
+    let cuda = crate::cuda::cuda_bin(cache);
+    let mut files = vec![
+        tools.join("cargo-offload"),
+        tools.join("offload-manifest"),
+        tools.join("../lib/liboffload_report.so"),
+        cuda.join("ptxas"),
+        cuda.join("nvlink"),
+        stage0_toolchain().join("bin/cargo"),
+    ];
+    for target in offload_targets::gpu_targets() {
+        let lib = gpu_sysroot(cache).join(format!("lib/rustlib/{}/lib", target.triple));
+        let mut rlibs: Vec<PathBuf> =
+            fs::read_dir(&lib).into_iter().flatten().flatten().map(|e| e.path()).collect();
+        rlibs.sort();
+        files.extend(rlibs);
     }
+    let facts: Vec<String> = files
+        .iter()
+        .map(|file| {
+            let meta = fs::metadata(file).ok();
+            let modified = meta.as_ref().and_then(|m| m.modified().ok());
+            format!("{} {:?} {modified:?}", file.display(), meta.map(|m| m.len()))
+        })
+        .collect();
     let mut layout = DefaultHasher::new();
     include_str!("dist.rs").hash(&mut layout);
-    format!("{libraries}\n{}\nlayout {:016x}\n", programs.join("\n"), layout.finish())
+    format!(
+        "{libraries}\npackages:\n{packages}\n{}\nlayout {:016x}\n",
+        facts.join("\n"),
+        layout.finish()
+    )
 }
 
 /// Strips the debug information of the toolchain's own programs and libraries, with the

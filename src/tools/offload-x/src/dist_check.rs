@@ -2,21 +2,25 @@
 //! it, outside the sysroot.
 //!
 //! The tarball of `./x.py dist` (built once per toolchain, [`crate::dist::ensure`]) is unpacked
-//! by the unprivileged user `nobody` (uid 65534) into a fresh folder, linked with rustup into
+//! by the unprivileged user `nobody` (uid 65534) into a new folder (created by this check; one
+//! that exists already is an error, not reused), linked with rustup into
 //! a fresh `RUSTUP_HOME` (`rustup toolchain link offload`), and used with rustup's proxies on
 //! the workspace `src/tools/offload-x/dist-check` (a kernel library with a generic kernel, a
 //! program with a build script and a registry crate from a vendored source):
 //! 1. `rustc +offload -vV` names the fork's compiler;
 //! 2. `cargo +offload offload run --offload-arch=host` gives the right results on the CPU
-//!    device, and the build script (a host program linked by the toolchain's linker) ran;
+//!    device, and the build script (a host program linked by the toolchain's linker) ran; the
+//!    program's interpreter (`PT_INTERP`) and run path are the toolchain's, read by `readelf`;
 //! 3. `cargo +offload offload test --offload-arch=host` passes the program's test;
 //! 4. `cargo +offload offload build --offload-arch=gfx90a,sm_90` writes both images (checked
 //!    by `ld.lld` and `ptxas`/`nvlink` as every build checks them);
 //! 5. `cargo +offload offload bundle --offload-arch=host`, started from the bundle, gives the
 //!    right results.
 //!
-//! All of it runs under `strace -f -e trace=unshare,setns,chroot,pivot_root,mount`, which must
-//! record none of those calls: the toolchain needs no namespace, no `chroot` and no mount.
+//! All of it runs under `strace -f`, tracing `unshare`, `setns`, `chroot`, `pivot_root`, the
+//! mount calls old and new (`mount`, `umount2`, `fsopen`, `fsmount`, `move_mount`, `open_tree`,
+//! `mount_setattr`) and `clone`/`clone3`, which must record none of those calls and no clone
+//! with a `CLONE_NEW*` flag: the toolchain needs no namespace, no `chroot` and no mount.
 //! Every program the steps start is the toolchain's or the machine's (`sh`, `tar`), none of the
 //! sysroot's.
 
@@ -34,7 +38,11 @@ const STEP: &str = "DIST";
 const NOBODY: u32 = 65534;
 
 /// The system calls that the toolchain must not make.
-const FORBIDDEN: &str = "unshare,setns,chroot,pivot_root,mount";
+const FORBIDDEN: &str = "unshare,setns,chroot,pivot_root,mount,umount2,fsopen,fsmount,move_mount,\
+                         open_tree,mount_setattr";
+
+/// The system calls that make processes, traced for the namespace flags they must not have.
+const CLONES: &str = "clone,clone3";
 
 /// The steps, each `name: command`, run in order in the workspace by `sh` as `nobody`; each
 /// writes `<name>.out`, `<name>.err` and `<name>.status` into the check's folder.
@@ -54,8 +62,19 @@ const STEPS: [(&str, &str); 6] = [
 pub fn check(project: &Path, cache: &Cache) -> Result<()> {
     let tarball = crate::dist::ensure(project, cache)?;
     let timer = Timer::start(STEP, "the dist toolchain as a user without root: cargo +offload");
-    let work = std::env::temp_dir().join("offload-dist-check");
+    let work = new_folder()?;
+    // The unpacked toolchain (1.1 GB) goes whether the check passes or not: a failure's
+    // message holds the steps' output.
+    let result = check_in(project, &tarball, &work);
     let _ = fs::remove_dir_all(&work);
+    result?;
+    timer.done();
+    Ok(())
+}
+
+/// The check in `work` (a new folder) with `tarball`.
+fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
+    let work = work.to_path_buf();
     let rustup = home_rustup()?;
     fs::create_dir_all(work.join("bin")).map_err(|e| io(&work, e))?;
     copy(&rustup, &work.join("bin/rustup"))?;
@@ -63,7 +82,7 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
         std::os::unix::fs::symlink("rustup", work.join("bin").join(proxy))
             .map_err(|e| io(&work, e))?;
     }
-    copy(&tarball, &work.join("toolchain.tar.xz"))?;
+    copy(tarball, &work.join("toolchain.tar.xz"))?;
     copy_tree(&project.join("src/tools/offload-x/dist-check"), &work.join("ws"))?;
     let mut script = String::from(
         "T=$(pwd -P)\ntar -xJf toolchain.tar.xz || exit 1\n\
@@ -80,7 +99,8 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
     let trace = work.join("strace.log");
     let path = format!("{}:/usr/bin:/bin", work.join("bin").display());
     let status = Command::new("strace")
-        .args(["-f", "-qq", "-e", "signal=none", "-e", &format!("trace={FORBIDDEN}"), "-o"])
+        .args(["-f", "-qq", "-e", "signal=none", "-e", &format!("trace={FORBIDDEN},{CLONES}")])
+        .arg("-o")
         .arg(&trace)
         .args(["setpriv", &format!("--reuid={NOBODY}"), &format!("--regid={NOBODY}")])
         .args(["--clear-groups", "env", "-i"])
@@ -104,8 +124,7 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
             ),
         );
     }
-    let calls: Vec<String> =
-        read("strace.log").lines().filter(|l| !l.contains("+++")).map(String::from).collect();
+    let calls = forbidden_calls(&read("strace.log"));
     if !calls.is_empty() {
         return fail(STEP, format!("the toolchain made calls it must not:\n{}", calls.join("\n")));
     }
@@ -134,10 +153,76 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
             );
         }
     }
+    let program = work.join("ws/target/offload/host/x86_64-unknown-linux-gnu/release/app");
+    check_loader(&program, &work.join("rust-offload"))?;
     say(STEP, format!("as uid {NOBODY}: {}", read("rustc.out").lines().next().unwrap_or("")));
-    say(STEP, format!("no {FORBIDDEN} call (strace -f)"));
-    timer.done();
-    let _ = fs::remove_dir_all(&work);
+    say(STEP, format!("no {FORBIDDEN} call, no clone into a new namespace (strace -f)"));
+    Ok(())
+}
+
+/// A new folder for the check under the temporary folder: its name has this process's id and
+/// the time, and it must not exist (`create_dir` fails on a folder that another user made).
+fn new_folder() -> Result<PathBuf> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let work =
+        std::env::temp_dir().join(format!("offload-dist-check-{}-{nanos}", std::process::id()));
+    fs::create_dir(&work).map_err(|e| io(&work, e))?;
+    Ok(work)
+}
+
+/// The lines of an `strace` log (`-qq`, calls of [`FORBIDDEN`] and [`CLONES`]) that break the
+/// rule: every call of [`FORBIDDEN`], and every clone with a `CLONE_NEW*` flag.
+fn forbidden_calls(log: &str) -> Vec<String> {
+    let clone = |l: &str| {
+        CLONES.split(',').any(|c| {
+            l.split_whitespace().nth(1).is_some_and(|call| call.starts_with(&format!("{c}(")))
+        })
+    };
+    log.lines()
+        .filter(|l| !l.contains("+++") && !l.contains("resumed>"))
+        .filter(|l| !clone(l) || l.contains("CLONE_NEW"))
+        .map(String::from)
+        .collect()
+}
+
+/// Fails unless `program`'s interpreter (`PT_INTERP`) and run path (`DT_RPATH`/`DT_RUNPATH`)
+/// lie in `toolchain` (the unpacked folder), as `readelf` shows them: a program that the
+/// toolchain links starts with the toolchain's loader and C library on every machine.
+fn check_loader(program: &Path, toolchain: &Path) -> Result<()> {
+    let toolchain = toolchain.canonicalize().map_err(|e| io(toolchain, e))?;
+    let out = Command::new("readelf")
+        .args(["--program-headers", "--dynamic", "--wide"])
+        .arg(program)
+        .output()
+        .map_err(|e| io(program, e))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let interpreter = text
+        .lines()
+        .find_map(|l| l.split("Requesting program interpreter: ").nth(1))
+        .map(|rest| rest.trim_end_matches(']').trim().to_string());
+    let run_path = text
+        .lines()
+        .find(|l| l.contains("(RPATH)") || l.contains("(RUNPATH)"))
+        .and_then(|l| l.split('[').nth(1))
+        .map(|rest| rest.trim_end_matches(']').to_string());
+    let inside = |path: &Option<String>| {
+        path.as_deref().is_some_and(|p| {
+            p.split(':').all(|p| fs::canonicalize(p).is_ok_and(|p| p.starts_with(&toolchain)))
+        })
+    };
+    if !out.status.success() || !inside(&interpreter) || !inside(&run_path) {
+        return fail(
+            STEP,
+            format!(
+                "{}: interpreter {interpreter:?} and run path {run_path:?} are not all in {}",
+                program.display(),
+                toolchain.display()
+            ),
+        );
+    }
+    say(STEP, format!("the program starts with {}", interpreter.unwrap_or_default()));
     Ok(())
 }
 
@@ -167,4 +252,24 @@ fn quote(path: &Path) -> String {
 /// A failure that names `path`.
 fn io(path: &Path, e: std::io::Error) -> crate::ui::Failure {
     crate::ui::Failure { step: STEP, message: format!("{}: {e}", path.display()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strace_lines_that_break_the_rule() {
+        let log = "12 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD) = 13\n\
+                   13 clone3({flags=CLONE_VM|CLONE_VFORK, exit_signal=SIGCHLD}, 88) = 14\n\
+                   14 clone3({flags=CLONE_NEWUSER|CLONE_NEWNS, exit_signal=SIGCHLD}, 88) = 15\n\
+                   15 unshare(CLONE_NEWNS) = 0\n\
+                   16 fsopen(\"tmpfs\", 0) = 3\n\
+                   17 +++ exited with 0 +++\n";
+        let calls = forbidden_calls(log);
+        assert_eq!(calls.len(), 3, "{calls:?}");
+        assert!(calls[0].contains("CLONE_NEWUSER"));
+        assert!(calls[1].starts_with("15 unshare"));
+        assert!(calls[2].starts_with("16 fsopen"));
+    }
 }
