@@ -71,13 +71,16 @@ pub(crate) fn root_manifests(
             .filter_map(Value::as_str)
             .collect();
         // A library (a `cdylib` too, maybe, whose shared object shares the library's name).
-        // (An `rlib` without `.rmeta`: cargo pipelines no crate that is also a `cdylib`. Not
-        // cargo's copy of a root library's `rlib` beside `deps`, which has no extra filename.)
+        // (An `rlib` without `.rmeta`: cargo pipelines no crate that is also a `cdylib`; the
+        // one in `deps` rather than cargo's copy of a root library's, which has no extra
+        // filename, where cargo names both. A path package's `cdylib` crate has none anyway.)
         let in_deps = |f: &&&str| Path::new(f).parent().is_some_and(|d| d.ends_with("deps"));
+        let rlibs = || files.iter().filter(|f| f.ends_with(".rlib"));
         let library = files
             .iter()
             .find(|f| f.ends_with(".rmeta"))
-            .or_else(|| files.iter().filter(|f| f.ends_with(".rlib")).find(in_deps));
+            .or_else(|| rlibs().find(in_deps))
+            .or_else(|| rlibs().next());
         if let Some(rmeta) = library {
             let stem = Path::new(rmeta).file_stem().unwrap_or_default().to_string_lossy();
             let name = stem.strip_prefix("lib").unwrap_or(&stem);

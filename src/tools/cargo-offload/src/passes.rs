@@ -22,7 +22,7 @@ use crate::image_crate::{
 };
 use crate::launch::{bundle_folder, run_programs, write_bundle};
 use crate::manifests::{Roots, merge_manifests, root_manifests};
-use crate::registration::wrap_images;
+use crate::registration::{link_record, link_stamp, wrap_images};
 use crate::util::{Failure, Result, copy_if_changed, fail, forget_other_compilers_output};
 use crate::vendor::{device_binary, runtime_lib_dir};
 use crate::workspace::{
@@ -248,6 +248,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     } else {
         eprintln!("[cargo offload] no kernel launches: the program gets no device image");
     }
+    forget_programs_linked_otherwise(&compiled.roots.fresh_programs, &link_args)?;
     let artifacts = build.host_link(&link_args)?;
     // A file edited while this build ran may have changed the launches after the images were
     // built: the programs are linked, but with images of the earlier launches.
@@ -263,6 +264,25 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     run_programs(inv.verb, &programs, &inv.program_args)
+}
+
+/// Removes each of the `fresh_programs` (program files that the compile run found fresh) that
+/// was linked with other images or link arguments than `link_args` (its [`link_record`] holds
+/// another [`link_stamp`], or none), so that cargo finds it missing and the link run compiles
+/// and links it again. Cargo sees neither the registration's content nor the link arguments
+/// that `cargo offload` adds.
+fn forget_programs_linked_otherwise(
+    fresh_programs: &[PathBuf],
+    link_args: &[String],
+) -> Result<()> {
+    let stamp = link_stamp(link_args);
+    for program in fresh_programs {
+        if fs::read_to_string(link_record(program)).ok().as_deref() != Some(stamp.as_str()) {
+            fs::remove_file(program)
+                .map_err(|e| Failure::new(format!("cannot remove {}: {e}", program.display())))?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether the device pass into `target_dir` must forget its image: whether `key` (what
@@ -479,7 +499,7 @@ impl<'a> Build<'a> {
             }
             results.into_iter().collect::<Result<Vec<_>>>()?
         };
-        self.register(&packaged, &roots.fresh_programs)
+        self.register(&packaged)
     }
 
     /// The device pass of `arch`: builds the image builder for its target, then its image with
@@ -620,17 +640,11 @@ impl<'a> Build<'a> {
     }
 
     /// 3. The registration object of the `packaged` images, and the image the host pass names.
-    /// When the registration changed, the `fresh_programs` (linked with an earlier one) are
-    /// removed, so that the link run links them again. Returns the link arguments of the host
-    /// pass's link run.
-    fn register(
-        &self,
-        packaged: &[(PathBuf, PathBuf)],
-        fresh_programs: &[PathBuf],
-    ) -> Result<Vec<String>> {
+    /// Returns the link arguments of the host pass's link run.
+    fn register(&self, packaged: &[(PathBuf, PathBuf)]) -> Result<Vec<String>> {
         let start = Instant::now();
         let registration = self.images_dir.join("offload-registration.o");
-        let changed = wrap_images(&self.images_dir, &self.host, packaged, &registration)?;
+        wrap_images(&self.images_dir, &self.host, packaged, &registration)?;
         let images = if packaged.len() == 1 { "" } else { "s" };
         progress(
             &format!(
@@ -642,13 +656,6 @@ impl<'a> Build<'a> {
         );
         // The host pass names an image (`host.out`), which it does not read; the first arch's.
         copy_if_changed(&packaged[0].0, &self.images_dir.join("host.out"))?;
-        if changed {
-            for program in fresh_programs {
-                fs::remove_file(program).map_err(|e| {
-                    Failure::new(format!("cannot remove {}: {e}", program.display()))
-                })?;
-            }
-        }
         let rt = runtime_lib_dir().display().to_string();
         // The registration calls `atexit`, which glibc keeps in its static part
         // (`libc_nonshared.a`, named by the `libc.so` linker script): rustc names `-lc` before

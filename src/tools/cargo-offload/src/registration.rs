@@ -45,3 +45,55 @@ pub(crate) fn wrap_images(
     record.keep(what)?;
     Ok(changed)
 }
+
+/// What a program was linked with: a hash of the link arguments that `cargo offload` adds
+/// (`link_args`, empty without kernels) and of the content of each of them that names a file
+/// (the registration object, whose images change without a change of its path). Written by the
+/// link run beside each program it links ([`link_record`]), and compared with the current one
+/// before the link run, so that a program linked with other images is linked again. Only the
+/// same `cargo-offload` reads what it wrote (`DefaultHasher` is not stable across builds of it,
+/// which at worst links a program once more).
+pub(crate) fn link_stamp(link_args: &[String]) -> String {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    for arg in link_args {
+        arg.hash(&mut hasher);
+        if let Ok(bytes) = fs::read(arg) {
+            bytes.hash(&mut hasher);
+        }
+    }
+    format!("{:016x}\n", hasher.finish())
+}
+
+/// Where the link run records [`link_stamp`] for the program file `program`: beside it, with
+/// `.offload-link` appended to its name.
+pub(crate) fn link_record(program: &Path) -> PathBuf {
+    let mut name = program.file_name().unwrap_or_default().to_os_string();
+    name.push(".offload-link");
+    program.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_link_stamp_follows_the_arguments_and_the_registrations_content() {
+        let dir = std::env::temp_dir().join(format!("cargo-offload-stamp-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let object = dir.join("offload-registration.o");
+        fs::write(&object, "images a").unwrap();
+        let args = vec![object.display().to_string(), "-lomptarget".to_string()];
+        let first = link_stamp(&args);
+        assert_eq!(link_stamp(&args), first);
+        fs::write(&object, "images b").unwrap();
+        assert_ne!(link_stamp(&args), first, "the registration's images changed");
+        assert_ne!(link_stamp(&args[..1]), link_stamp(&args), "another argument");
+        assert_ne!(link_stamp(&[]), first, "no kernels");
+        assert_eq!(
+            link_record(Path::new("/t/deps/app-1")),
+            Path::new("/t/deps/app-1.offload-link")
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -11,6 +11,7 @@ use std::process::{Command, ExitCode};
 
 use crate::args::is_flag;
 use crate::env;
+use crate::registration::{link_record, link_stamp};
 
 /// `RUSTC_WRAPPER` of the host build, which cargo runs twice over one target folder with the
 /// same flags, so that the second run finds fresh every crate that the first compiled. Each
@@ -92,11 +93,18 @@ pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
         return status;
     };
     // The second run.
-    let link_args: Vec<String> = link_args
-        .split('\x1f')
-        .filter(|a| !a.is_empty())
-        .map(|a| format!("-Clink-arg={a}"))
-        .collect();
+    let added: Vec<String> =
+        link_args.split('\x1f').filter(|a| !a.is_empty()).map(str::to_string).collect();
+    let link_args: Vec<String> = added.iter().map(|a| format!("-Clink-arg={a}")).collect();
+    // What the programs were linked with, for the next build's [`link_stamp`] comparison.
+    let record = |status: ExitCode| {
+        if status == ExitCode::SUCCESS {
+            for program in program_files(&out_dir, args, &name) {
+                let _ = fs::write(link_record(&program), link_stamp(&added));
+            }
+        }
+        status
+    };
     if !links {
         let mut cmd = command();
         cmd.args(args).args(&offload);
@@ -106,7 +114,7 @@ pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
         // Its program only would do, but cargo removed its `rlib` before starting rustc.
         let mut cmd = command();
         cmd.args(args).args(&offload).args(&link_args);
-        return run_rustc(rustc, cmd);
+        return record(run_rustc(rustc, cmd));
     }
     if !rlink.is_file() || stale(&rlink, &out_dir, &name, args) {
         let status = compile_without_link();
@@ -116,7 +124,7 @@ pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
     }
     let mut cmd = command();
     cmd.args(link_only_args(args, &rlink)).args(&offload).arg("-Zlink-only").args(&link_args);
-    let status = run_rustc(rustc, cmd);
+    let status = record(run_rustc(rustc, cmd));
     // Its objects are gone with the link: a later link compiles again.
     let _ = fs::remove_file(&rlink);
     status
