@@ -9,15 +9,16 @@ use crate::vendor::{ToolRecord, llvm_tool, tool};
 
 /// Wraps the packaged images into the registration object (`llvm-offload-wrapper`, compiled
 /// by `llc`): the `__tgt_bin_desc` of all images and the program's offload entries, and the
-/// constructor that registers it with the runtime once. Writes `out` only when it changed;
-/// returns whether it did. The tools do not run again when the images and the tools are the
-/// last build's (`<dir>/offload-registration.record`, see [`ToolRecord`]).
+/// constructor that registers it with the runtime once. Writes `out` only when it changed
+/// (what each program was linked with is recorded apart, [`link_stamp`]). The tools do not
+/// run again when the images and the tools are the last build's
+/// (`<dir>/offload-registration.record`, see [`ToolRecord`]).
 pub(crate) fn wrap_images(
     dir: &Path,
     host: &str,
     packaged: &[(PathBuf, PathBuf)],
     out: &Path,
-) -> Result<bool> {
+) -> Result<()> {
     let what = "registration";
     let bc = dir.join("offload-registration.bc").display().to_string();
     let fresh = dir.join("offload-registration.new.o");
@@ -32,7 +33,7 @@ pub(crate) fn wrap_images(
     let inputs: Vec<&Path> = packaged.iter().map(|(_, binary)| binary.as_path()).collect();
     let record = ToolRecord::new(what, dir.join("offload-registration.record"), &tools, &inputs)?;
     if record.unchanged(&[out]) {
-        return Ok(false);
+        return Ok(());
     }
     record.forget(what)?;
     for (program, args) in &tools {
@@ -40,10 +41,9 @@ pub(crate) fn wrap_images(
             args.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>).collect();
         tool(what, program, &args)?;
     }
-    let changed = copy_if_changed(&fresh, out)?;
+    copy_if_changed(&fresh, out)?;
     let _ = fs::remove_file(&fresh);
-    record.keep(what)?;
-    Ok(changed)
+    record.keep(what)
 }
 
 /// What a program was linked with: a hash of the link arguments that `cargo offload` adds
