@@ -13,10 +13,16 @@
 //! - `saxpy` is launched from two crates, each of whose objects holds its offload entry, and
 //!   the linked program holds one (the entries are COMDAT groups), as many bytes of entries as
 //!   `launcher`'s object; the program's results are the host's;
-//! - after an edit of the program alone, the device pass compiles nothing, its image is reused
-//!   (the vendor tools do not run again) and the host pass compiles only `runner`;
-//! - after an edit of the kernel alone, the device pass compiles `kernels` and the image, not
-//!   `helper`, and the program, whose own source did not change, runs the edited kernel.
+//! - after an edit of the program alone, the device pass runs first, compiles nothing and
+//!   reuses its image (the vendor tools do not run again), and the host pass is one run that
+//!   compiles and links only `runner`, as plain `cargo build` does;
+//! - after an edit of the kernel alone, the host pass runs first (the kernel's manifest entry
+//!   changed), the device pass compiles `kernels` and the image, not `helper`, and the
+//!   program, whose own source did not change, runs the edited kernel; the next host edit
+//!   runs the device pass first again;
+//! - after an edit of the program that drops its launch (the launches change), the device pass
+//!   runs again after the host pass, with the new launches; its image, of the same kernel, has
+//!   the bytes of the last, so the program that the host pass linked with it stands.
 
 //@ only-x86_64
 //@ needs-offload
@@ -195,12 +201,27 @@ fn main() {
     assert_eq!(entry_bytes(&exe), one_entry, "the program's entries of {symbol}");
     assert_eq!(run(&ws).trim(), "edit 0: y[10] = 51, y[999] = 4996");
 
-    // A host-only edit: no device codegen, the image reused, only `runner` compiled.
+    // A host-only edit: no device codegen, the image reused, only `runner` compiled, and
+    // compiled and linked in one run, after the device pass.
     let main_rs = ws.join("runner/src/main.rs");
     rfs::write(&main_rs, RUNNER.replace("edit 0", "edit 1"));
     let host_edit = build(&ws);
     let device = step_lines(&host_edit, "device pass host");
     assert_eq!(compiled(&device), Vec::<&str>::new(), "device pass after a host edit");
+    let order: Vec<&str> = host_edit
+        .lines()
+        .filter_map(|l| l.strip_prefix("[cargo offload] "))
+        .filter(|l| l.starts_with("device pass host (") || l.starts_with("host pass ("))
+        .filter(|l| !l.contains(": done"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "device pass host (x86_64-unknown-linux-gnu, the toolchain's core)",
+            "host pass (x86_64-unknown-linux-gnu): compile and link"
+        ],
+        "{host_edit}"
+    );
     assert!(
         host_edit
             .lines()
@@ -213,8 +234,37 @@ fn main() {
     // `helper`, and the program's output changes with the kernel.
     rfs::write(ws.join("kernels/src/lib.rs"), KERNELS.replace("+ 0.0;", "+ 1.0;"));
     let kernel_edit = build(&ws);
+    // The host pass first: the kernel's manifest entry changed with its source.
+    assert!(!kernel_edit.contains("compile and link"), "{kernel_edit}");
     let device = compiled(&step_lines(&kernel_edit, "device pass host"));
     assert!(device.contains(&"kernels"), "the device pass kept the old kernel:\n{kernel_edit}");
     assert!(!device.contains(&"helper"), "the device pass compiled `helper` again: {device:?}");
     assert_eq!(run(&ws).trim(), "edit 1: y[10] = 53, y[999] = 4998");
+    // The next host edit takes the images-first order again.
+    rfs::write(&main_rs, RUNNER.replace("edit 0", "edit 3"));
+    let host_edit = build(&ws);
+    assert!(host_edit.contains(": compile and link\n"), "{host_edit}");
+    assert_eq!(run(&ws).trim(), "edit 3: y[10] = 53, y[999] = 4998");
+
+    // The program drops its own launch: `launcher`'s alone is left (`y = 3x + 1 + 1`). The
+    // device pass of the last launches runs first, then, the launches changed, the device pass
+    // of the new ones builds the image crate again; the image, of the same kernel, is the
+    // same, so the link run links nothing again.
+    let start = RUNNER.find("    core::offload::offload!").unwrap();
+    let end = start + RUNNER[start..].find("    }\n").unwrap() + "    }\n".len();
+    rfs::write(
+        &main_rs,
+        format!("{}{}", &RUNNER[..start], &RUNNER[end..]).replace("edit 0", "edit 2"),
+    );
+    let launch_edit = build(&ws);
+    assert!(
+        launch_edit.contains("[cargo offload] the launches changed: the device passes run again"),
+        "{launch_edit}"
+    );
+    let again = launch_edit.split("the launches changed").nth(1).unwrap_or_default();
+    let device = compiled(&step_lines(again, "device pass host"));
+    assert_eq!(device, ["offload-image"], "{launch_edit}");
+    let link_run = step_lines(again, "host pass (x86_64-unknown-linux-gnu): link");
+    assert_eq!(compiled(&link_run), Vec::<&str>::new(), "{launch_edit}");
+    assert_eq!(run(&ws).trim(), "edit 2: y[10] = 32, y[999] = 2999");
 }

@@ -36,10 +36,17 @@ pub(crate) const HOST_METADATA_DIR: &str = "CARGO_OFFLOAD_HOST_METADATA_DIR";
 /// it, since they write the manifests the images are built from).
 pub(crate) const HOST_IMAGE: &str = "CARGO_OFFLOAD_HOST_IMAGE";
 
-/// Set by `cargo offload` for the host build's second run, which links the programs: the link
-/// arguments that add the registration of the images and the offload runtime, separated by
-/// `\x1f` (empty when no kernel is launched). Unset in the first run, which links nothing.
+/// Set by `cargo offload` for the host build's run that links the programs (the second run,
+/// or the one run of [`HOST_COMPILE_AND_LINK`]): the link arguments that add the registration
+/// of the images and the offload runtime, separated by `\x1f` (empty when no kernel is
+/// launched). Unset in a first run that links nothing.
 pub(crate) const HOST_LINK: &str = "CARGO_OFFLOAD_HOST_LINK";
+
+/// Set by `cargo offload`, beside [`HOST_LINK`], for a host build that compiles and links in
+/// one run, with the images that the device passes built before it
+/// ([`crate::wrapper::wrap_host_rustc`]): each program is compiled and linked in one
+/// compilation, and recorded as in a first run.
+pub(crate) const HOST_COMPILE_AND_LINK: &str = "CARGO_OFFLOAD_HOST_COMPILE_AND_LINK";
 
 /// Set by `cargo offload` for the host build: the folder where the wrapper records the
 /// programs that the first run compiled ([`crate::manifests::root_manifests`] reads it).

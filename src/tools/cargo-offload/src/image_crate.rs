@@ -34,20 +34,25 @@ impl DeviceCore {
     }
 }
 
+/// The note of a device pass of `arch` whose `core` is built from source although `--build-std`
+/// was not asked for: no device sysroot is set.
+pub(crate) fn no_device_sysroot_note(arch: &Arch) -> String {
+    format!(
+        "note: {} is not set, so `core` is built from source for `{}` (`-Zbuild-std=core`)",
+        env::DEVICE_SYSROOT,
+        arch.name
+    )
+}
+
 /// The `core` of `arch`'s device pass: `-Zbuild-std=core` when `build_std` is asked for or no
-/// device sysroot is set (with a note), the device sysroot otherwise. A device sysroot without
-/// the target's `core` is an error that names the folder it looked in.
+/// device sysroot is set (the device pass then prints [`no_device_sysroot_note`]), the device
+/// sysroot otherwise. A device sysroot without the target's `core` is an error that names the
+/// folder it looked in.
 pub(crate) fn device_core(arch: &Arch, build_std: bool) -> Result<DeviceCore> {
     if build_std {
         return Ok(DeviceCore::BuildStd);
     }
     let Some(sysroot) = std::env::var_os(env::DEVICE_SYSROOT).filter(|v| !v.is_empty()) else {
-        eprintln!(
-            "[cargo offload] note: {} is not set, so `core` is built from source for `{}` \
-             (`-Zbuild-std=core`)",
-            env::DEVICE_SYSROOT,
-            arch.name
-        );
         return Ok(DeviceCore::BuildStd);
     };
     let sysroot = PathBuf::from(sysroot);
@@ -116,14 +121,15 @@ impl ImageBuilder {
 /// kernels are defined in a program of the workspace, that program builds the image, of the
 /// kernels that the crates of its graph launch: two such programs, or another program that
 /// launches kernels, are an error that names them. The program's manifest is
-/// `<dir>/image/manifest-<crate>.json`.
+/// `<dir>/image/manifest-<crate>.json`. Returns the builder and whether this call wrote any of
+/// its files.
 pub(crate) fn image_builder(
     dir: &Path,
     ws: &Workspace,
     manifest: &Manifest,
     features: &BTreeMap<String, BTreeSet<String>>,
     roots: &[PathBuf],
-) -> Result<ImageBuilder> {
+) -> Result<(ImageBuilder, bool)> {
     let mut programs = BTreeSet::new();
     let mut libraries = BTreeSet::new();
     for kernel in &manifest.kernels {
@@ -140,8 +146,8 @@ pub(crate) fn image_builder(
         .map_err(|e| Failure::new(format!("cannot create {}: {e}", image.display())))?;
     let mut programs = programs.into_iter();
     let Some(krate) = programs.next() else {
-        write_image_crate(&image, ws, manifest, features, libraries.iter())?;
-        return Ok(ImageBuilder::ImageCrate(image));
+        let wrote = write_image_crate(&image, ws, manifest, features, libraries.iter())?;
+        return Ok((ImageBuilder::ImageCrate(image), wrote));
     };
     if let Some(other) = programs.next() {
         return fail(format!(
@@ -181,13 +187,15 @@ pub(crate) fn image_builder(
         ..manifest.clone()
     };
     let path = image.join(format!("manifest-{krate}.json"));
-    write_if_changed(&path, offload_manifest_format::to_string_pretty(&own).as_bytes())?;
-    Ok(ImageBuilder::Program {
+    let wrote =
+        write_if_changed(&path, offload_manifest_format::to_string_pretty(&own).as_bytes())?;
+    let builder = ImageBuilder::Program {
         program: program.clone(),
         features: features.get(&krate).cloned().unwrap_or_default(),
         krate,
         manifest: path,
-    })
+    };
+    Ok((builder, wrote))
 }
 
 /// The crate graph that the root manifest of crate `krate` (one of `roots`) records.
@@ -208,7 +216,7 @@ fn root_graph(roots: &[PathBuf], krate: &str) -> Result<BTreeSet<String>> {
 /// whose content changed, so that cargo sees an unchanged crate as fresh. It depends on each
 /// library of `libraries` (of the workspace or of a dependency: see [`Library::dependency`]),
 /// with the features of `features` (by crate name, as the host build resolved them: see
-/// [`resolved_features`]).
+/// [`resolved_features`]). Returns whether it wrote a file.
 ///
 /// [`Library::dependency`]: crate::workspace::Library::dependency
 fn write_image_crate<'a>(
@@ -217,7 +225,7 @@ fn write_image_crate<'a>(
     manifest: &Manifest,
     features: &BTreeMap<String, BTreeSet<String>>,
     libraries: impl Iterator<Item = &'a String>,
-) -> Result<()> {
+) -> Result<bool> {
     let mut toml = String::from(
         "# Written by cargo offload: the crate that builds the device images.\n\
          [package]\nname = \"offload-image\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
@@ -248,16 +256,16 @@ fn write_image_crate<'a>(
         lib.push_str(&format!("extern crate {krate};\n"));
     }
     let text = offload_manifest_format::to_string_pretty(manifest);
-    write_if_changed(&image.join("Cargo.toml"), toml.as_bytes())?;
-    write_if_changed(&image.join("lib.rs"), lib.as_bytes())?;
-    write_if_changed(&image.join("manifest.json"), text.as_bytes())?;
+    let mut wrote = write_if_changed(&image.join("Cargo.toml"), toml.as_bytes())?;
+    wrote |= write_if_changed(&image.join("lib.rs"), lib.as_bytes())?;
+    wrote |= write_if_changed(&image.join("manifest.json"), text.as_bytes())?;
     // The workspace's lock file keeps the dependencies' versions (a git dependency's commit);
     // cargo trims it to the image crate's graph.
     let lock = ws.root.join("Cargo.lock");
     if lock.is_file() && !image.join("Cargo.lock").is_file() {
-        let _ = fs::copy(&lock, image.join("Cargo.lock"));
+        wrote |= fs::copy(&lock, image.join("Cargo.lock")).is_ok();
     }
-    Ok(())
+    Ok(wrote)
 }
 
 /// The crates that define `kernel`, an entry of `manifest`: libraries of the workspace or of its
@@ -576,16 +584,22 @@ mod tests {
             image_builder(&dir, ws, &manifest, &features, &roots)
         };
         // Libraries only: the image crate.
-        let Ok(ImageBuilder::ImageCrate(image)) = build(&ws, vec![kernel("kern", "kern")]) else {
-            panic!("no image crate")
+        let Ok((ImageBuilder::ImageCrate(image), true)) = build(&ws, vec![kernel("kern", "kern")])
+        else {
+            panic!("no image crate written")
         };
         assert!(fs::read_to_string(image.join("lib.rs")).unwrap().contains("extern crate kern;"));
+        // The same kernels again: no file written (the images built before stand).
+        let Ok((ImageBuilder::ImageCrate(_), false)) = build(&ws, vec![kernel("kern", "kern")])
+        else {
+            panic!("the same image crate written again")
+        };
         // A path dependency's kernel: the image crate depends on it by its folder, with the
         // features of the host build.
         let ws_deps = with_dependencies(workspace(&["kern"]));
         let dep_features = BTreeMap::from([("dep".to_string(), BTreeSet::from(["f".to_string()]))]);
         let manifest = manifest_of(IMAGE_CRATE, &[], vec![kernel("dep", "app")]);
-        let Ok(ImageBuilder::ImageCrate(image)) =
+        let Ok((ImageBuilder::ImageCrate(image), _)) =
             image_builder(&dir, &ws_deps, &manifest, &dep_features, &roots)
         else {
             panic!("no image crate for a path dependency's kernel")
@@ -601,7 +615,7 @@ mod tests {
         assert!(fs::read_to_string(image.join("lib.rs")).unwrap().contains("extern crate dep;"));
         // A registry dependency's kernel: by its index and the host build's version.
         let manifest = manifest_of(IMAGE_CRATE, &[], vec![kernel("reg", "app")]);
-        let Ok(ImageBuilder::ImageCrate(image)) =
+        let Ok((ImageBuilder::ImageCrate(image), _)) =
             image_builder(&dir, &ws_deps, &manifest, &BTreeMap::new(), &roots)
         else {
             panic!("no image crate for a registry dependency's kernel")
@@ -623,7 +637,7 @@ mod tests {
             kernel("far", "far"),
             kernel("dev_only", "dev_only"),
         ];
-        let Ok(builder) = build(&ws_far, kernels) else { panic!("no program builder") };
+        let Ok((builder, true)) = build(&ws_far, kernels) else { panic!("no program builder") };
         assert_eq!(builder.krate(), "app");
         let ImageBuilder::Program { program, features: own, .. } = &builder else { unreachable!() };
         assert_eq!(program.selector, strings(&["--bin", "app"]));

@@ -18,11 +18,12 @@ use crate::workspace::Workspace;
 pub(crate) struct Roots {
     /// Their manifests, `<crate><extra filename>.json` in the manifests' folder.
     pub(crate) manifests: Vec<PathBuf>,
-    /// The programs that the run found fresh, as rustc wrote them (`deps/<crate><extra>`, not
-    /// cargo's copy without the extra filename): they were linked with the images of an
-    /// earlier build, and are removed when the images change, so that the second run links
-    /// them again.
-    pub(crate) fresh_programs: Vec<PathBuf>,
+    /// The programs whose files exist after the run, as rustc wrote them
+    /// (`deps/<crate><extra>`, not cargo's copy without the extra filename): those that the run
+    /// found fresh, linked with the images of an earlier build, and those that a run which
+    /// links linked. Each is removed when it was linked with other images than the current
+    /// ones, so that the link run links it again.
+    pub(crate) linked_programs: Vec<PathBuf>,
 }
 
 /// The root crates among the `artifacts` (cargo's messages) of the host build's first run:
@@ -31,8 +32,9 @@ pub(crate) struct Roots {
 /// `cdylib` is named by cargo without it: one that this run compiled is found in `programs`,
 /// where the wrapper recorded it by its source file ([`crate::wrapper::wrap_host_rustc`]); one
 /// that the run found fresh is the file under `deps` (or, for an example, beside it) of which
-/// cargo's copy is a hard link. A root built for `target` whose manifest is not found is an
-/// error that names it: its kernels would be missing from the images.
+/// cargo's copy is a hard link, and so is the file of a recorded one that the run linked. A
+/// root built for `target` whose manifest is not found is an error that names it: its kernels
+/// would be missing from the images.
 pub(crate) fn root_manifests(
     artifacts: &[Value],
     ws: &Workspace,
@@ -42,7 +44,7 @@ pub(crate) fn root_manifests(
 ) -> Result<Roots> {
     let recorded = recorded_programs(programs);
     let mut roots = BTreeSet::new();
-    let mut fresh_programs = Vec::new();
+    let mut linked_programs = Vec::new();
     for artifact in artifacts {
         if !artifact["package_id"].as_str().is_some_and(|id| ws.member_ids.contains(id)) {
             continue;
@@ -87,7 +89,7 @@ pub(crate) fn root_manifests(
             add(name)?;
             let shared = Path::new(rmeta).with_file_name(format!("lib{name}.so"));
             if shared.is_file() {
-                fresh_programs.push(shared);
+                linked_programs.push(shared);
             }
             continue;
         }
@@ -109,9 +111,9 @@ pub(crate) fn root_manifests(
             for file in programs {
                 let path = Path::new(file);
                 add(&path.file_stem().unwrap_or_default().to_string_lossy())?;
-                // The run removed the test programs it compiled.
+                // A run that does not link removed the test programs it compiled.
                 if path.is_file() {
-                    fresh_programs.push(path.to_path_buf());
+                    linked_programs.push(path.to_path_buf());
                 }
             }
             continue;
@@ -120,6 +122,8 @@ pub(crate) fn root_manifests(
         let source = fs::canonicalize(source).unwrap_or_else(|_| PathBuf::from(source));
         if let Some((name, _)) = recorded.iter().find(|(_, s)| *s == source) {
             add(name)?;
+            // Compiled and linked by a run that links.
+            linked_programs.extend(programs.first().and_then(|p| linked_from(Path::new(p))));
             continue;
         }
         let name = target["name"].as_str().unwrap_or("");
@@ -141,9 +145,9 @@ pub(crate) fn root_manifests(
         let file_name = linked.file_name().unwrap_or_default().to_string_lossy();
         let file_name = file_name.strip_prefix("lib").unwrap_or(&file_name);
         add(file_name.strip_suffix(".so").unwrap_or(file_name))?;
-        fresh_programs.push(linked);
+        linked_programs.push(linked);
     }
-    Ok(Roots { manifests: roots.into_iter().collect(), fresh_programs })
+    Ok(Roots { manifests: roots.into_iter().collect(), linked_programs })
 }
 
 /// The programs that the wrapper recorded in `programs` (a folder): name
@@ -264,8 +268,14 @@ mod tests {
             .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, ["app-2", "app-4", "both-7", "kern-1", "tool-3"]);
-        // Only `tool` is fresh: the test harness compiled by this run has no file yet.
-        assert_eq!(roots.fresh_programs, [profile.join("deps/tool-3")]);
+        // Only `tool` is linked: the test harness compiled by this run has no file yet.
+        assert_eq!(roots.linked_programs, [profile.join("deps/tool-3")]);
+        // A run that links: `app`, which it compiled, is linked too.
+        fs::write(profile.join("deps/app-2"), "program").unwrap();
+        fs::hard_link(profile.join("deps/app-2"), profile.join("app")).unwrap();
+        let roots = root_manifests(&artifacts, &ws, host, &manifests, &programs).ok().unwrap();
+        let linked = [profile.join("deps/app-2"), profile.join("deps/tool-3")];
+        assert_eq!(roots.linked_programs, linked);
         // A program compiled by no run that cargo's copy does not link to: an error naming it.
         fs::write(profile.join("lost"), "program").unwrap();
         let lost = path(&profile.join("lost"));

@@ -1,16 +1,18 @@
 //! Running the cargo passes: each pass as one cargo command with its own target folder under
 //! `<target dir>/offload/` and its progress lines, and [`run`], which drives them in order
 //! (the host pass's compile run, which writes the manifests, one device pass per arch,
-//! registration, the host pass's link run) and then runs the programs that `run` and `test`
-//! built.
+//! registration, the host pass's link run; or, when the last build's images may stand, the
+//! device passes first and one host run that compiles and links) and then runs the programs
+//! that `run` and `test` built.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::fs;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::mem::take;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use offload_manifest_format::Manifest;
 use serde_json::Value;
@@ -18,7 +20,8 @@ use serde_json::Value;
 use crate::args::{Arch, Invocation, Verb};
 use crate::env;
 use crate::image_crate::{
-    DEVICE_CFG, DeviceCore, ImageBuilder, device_core, image_builder, resolved_features,
+    DEVICE_CFG, DeviceCore, IMAGE_CRATE, ImageBuilder, device_core, image_builder,
+    no_device_sysroot_note, resolved_features,
 };
 use crate::launch::{bundle_folder, run_programs, write_bundle};
 use crate::manifests::{Roots, merge_manifests, root_manifests};
@@ -223,13 +226,15 @@ fn cargo_command(cargo: &OsString, verb: &str) -> Command {
         .env_remove("CARGO_BUILD_TARGET")
         // Only this `cargo offload` writes the plan: a nested one (in a build script or a test)
         // runs its programs itself.
-        .env_remove(env::RUN_PLAN);
+        .env_remove(env::RUN_PLAN)
+        // A build script of the host pass sees these; a nested `cargo offload` sets its own.
+        .env_remove(env::HOST_LINK)
+        .env_remove(env::HOST_COMPILE_AND_LINK);
     cmd
 }
 
-/// Builds what `inv` asks for: the host pass's compile run, which writes the manifests, then,
-/// if any kernel is launched, one device pass per arch and the registration of their images,
-/// then the host pass's link run; `run` and `test` then run the programs.
+/// Builds what `inv` asks for, in one of two orders ([`Build::host_first`] or, when the last
+/// build's images may stand, [`Build::images_first`]); `run` and `test` then run the programs.
 pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     let mut build = Build::new(inv)?;
     // A bundle's folder is checked before the build, which takes a while.
@@ -240,24 +245,11 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     // The runs share the target folder's files between their steps (the manifests, the
     // `.rlink` files, the images): one `cargo offload` at a time per target folder.
     let _lock = build.lock()?;
-    let compiled = build.host_compile()?;
+    let (compiled, artifacts) = match build.last_image_crate() {
+        Some(last) => build.images_first(&last)?,
+        None => build.host_first()?,
+    };
     let kernels = compiled.kernels;
-    let mut link_args = Vec::new();
-    if kernels > 0 {
-        link_args = build.device_images(&compiled)?;
-    } else {
-        eprintln!("[cargo offload] no kernel launches: the program gets no device image");
-    }
-    forget_programs_linked_otherwise(&compiled.roots.fresh_programs, &link_args)?;
-    let artifacts = build.host_link(&link_args)?;
-    // A file edited while this build ran may have changed the launches after the images were
-    // built: the programs are linked, but with images of the earlier launches.
-    if merge_manifests(&compiled.roots.manifests)? != compiled.manifest {
-        return fail(
-            "the sources changed while this build ran: the launches that the host pass \
-             recorded differ from those the device images were built from; build again",
-        );
-    }
     let programs = build.products(&artifacts, kernels > 0);
     if inv.verb == Verb::Bundle {
         write_bundle(&bundle_out, &programs)?;
@@ -266,41 +258,84 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     run_programs(inv.verb, &programs, &inv.program_args)
 }
 
-/// Removes each of the `fresh_programs` (program files that the compile run found fresh) that
-/// was linked with other images or link arguments than `link_args` (its [`link_record`] holds
-/// another [`link_stamp`], or none), so that cargo finds it missing and the link run compiles
-/// and links it again. Cargo sees neither the registration's content nor the link arguments
-/// that `cargo offload` adds.
+/// Removes each of the `linked_programs` (program files that exist after a host run:
+/// [`Roots::linked_programs`]) that was linked with other images or link arguments than
+/// `link_args` (its [`link_record`] holds another [`link_stamp`], or none), so that cargo finds
+/// it missing and the link run links it again. Cargo sees neither the registration's content
+/// nor the link arguments that `cargo offload` adds. Returns whether it removed one.
 fn forget_programs_linked_otherwise(
-    fresh_programs: &[PathBuf],
+    linked_programs: &[PathBuf],
     link_args: &[String],
-) -> Result<()> {
+) -> Result<bool> {
     let stamp = link_stamp(link_args);
-    for program in fresh_programs {
+    let mut removed = false;
+    for program in linked_programs {
         if fs::read_to_string(link_record(program)).ok().as_deref() != Some(stamp.as_str()) {
             fs::remove_file(program)
                 .map_err(|e| Failure::new(format!("cannot remove {}: {e}", program.display())))?;
+            removed = true;
         }
     }
-    Ok(())
+    Ok(removed)
+}
+
+/// Removes each of the `linked_programs` that was linked with `link_args` (its [`link_record`]
+/// holds their [`link_stamp`]).
+fn forget_programs_linked_with(linked_programs: &[PathBuf], link_args: &[String]) {
+    let stamp = link_stamp(link_args);
+    for program in linked_programs {
+        if fs::read_to_string(link_record(program)).ok().as_deref() == Some(stamp.as_str()) {
+            let _ = fs::remove_file(program);
+        }
+    }
 }
 
 /// Whether the device pass into `target_dir` must forget its image: whether `key` (what
 /// selects its image: the pass's flags, the image builder's features and manifest) differs
 /// from the last device pass's into the same profile, recorded in `<dir>/image-key` (`dir`: the
-/// pass's profile folder). Cargo keeps one
-/// fingerprint per feature set of a crate's graph, and sees nothing of a manifest's content,
-/// but `host.out` has one name: after switching back to an earlier feature set cargo would find
-/// that build fresh and keep the other set's image. The new key is recorded.
+/// pass's profile folder). Cargo keeps one fingerprint per feature set of a crate's graph, and
+/// sees nothing of a manifest's content, but `host.out` has one name: after switching back to
+/// an earlier feature set cargo would find that build fresh and keep the other set's image.
+/// The new key is recorded, and the last pass's [`BUILT`] file removed.
 fn image_key_changed(dir: &Path, key: &str) -> Result<bool> {
     let record = dir.join("image-key");
     if fs::read_to_string(&record).ok().as_deref() == Some(key) {
         return Ok(false);
     }
+    let _ = fs::remove_file(dir.join(BUILT));
     fs::create_dir_all(dir)
         .and_then(|()| fs::write(&record, key))
         .map_err(|e| Failure::new(format!("cannot write {}: {e}", record.display())))?;
     Ok(true)
+}
+
+/// The file beside a device pass's outputs whose modification time is when the last pass that
+/// succeeded began ([`Build::device_pass`]); removed with its image ([`image_key_changed`]).
+const BUILT: &str = "image-built";
+
+/// Whether a file that the dep-info file `dep_info` (cargo's, beside a crate it built: the
+/// sources of the crate and of its path dependencies, absolute, `\ ` for a space in a path)
+/// lists, or one it no longer finds, is newer than the file `since`; `None` if either cannot
+/// be read. (Cargo rewrites `dep_info` only when its list changes, so its own time tells
+/// nothing.)
+fn edited_since(dep_info: &Path, since: &Path) -> Option<bool> {
+    let written = fs::metadata(since).and_then(|m| m.modified()).ok()?;
+    let text = fs::read_to_string(dep_info).ok()?;
+    let (_, sources) = text.split_once(": ")?;
+    let mut paths = Vec::new();
+    let mut path = String::new();
+    let mut chars = sources.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => path.extend(chars.next()),
+            c if c.is_whitespace() => paths.extend((!path.is_empty()).then(|| take(&mut path))),
+            c => path.push(c),
+        }
+    }
+    paths.extend((!path.is_empty()).then_some(path));
+    Some(paths.iter().any(|p| {
+        fs::metadata(p).and_then(|m| m.modified()).map_or(true, |modified| modified > written)
+    }))
 }
 
 /// Removes the image (`host.out` and its copy `device.bin`) and the outputs of crate `krate`
@@ -325,7 +360,7 @@ struct CompileRun {
     /// The features that the host build resolved for the workspace's crates
     /// ([`resolved_features`]).
     features: BTreeMap<String, BTreeSet<String>>,
-    /// The root crates' own manifests, and the programs the run found fresh.
+    /// The root crates' own manifests, and the program files that exist after the run.
     roots: Roots,
 }
 
@@ -333,6 +368,25 @@ struct CompileRun {
 fn current_exe() -> Result<PathBuf> {
     std::env::current_exe()
         .map_err(|e| Failure::new(format!("cannot find the cargo-offload program: {e}")))
+}
+
+/// The outcome of one arch's device pass ([`Build::device_pass`]): its lines, and its image
+/// (`host.out`) with the packaged image.
+type DevicePass = (Log, Result<(PathBuf, PathBuf)>);
+
+/// The key of what selects the image of a device pass with `flags` (the pass's rustc flags)
+/// that `builder` builds: the flags, the manifest, and the image crate's `Cargo.toml` or the
+/// program with its features. Recorded beside the pass's outputs ([`image_key_changed`]).
+fn image_key(builder: &ImageBuilder, flags: &[String]) -> String {
+    let read = |path: PathBuf| fs::read_to_string(path).unwrap_or_default();
+    let mut key = format!("{}\n{}\n", flags.join("\x1f"), read(builder.manifest()));
+    match builder {
+        ImageBuilder::ImageCrate(dir) => key.push_str(&read(dir.join("Cargo.toml"))),
+        ImageBuilder::Program { program, features, .. } => {
+            key.push_str(&format!("{program:?} {features:?}"))
+        }
+    }
+    key
 }
 
 /// What the passes of one `cargo offload` run share.
@@ -436,18 +490,100 @@ impl<'a> Build<'a> {
         self.dir.join("host-programs")
     }
 
-    /// 1. The host pass's compile run: every crate compiled once, writing its manifest, and no
-    /// program linked; the manifests of the root crates merged.
-    fn host_compile(&mut self) -> Result<CompileRun> {
-        let host = &self.host;
+    /// The build when no images of an earlier build may stand: 1. the host pass's compile run
+    /// (every crate compiled once, writing its manifest, no program linked), 2. the device
+    /// passes of the merged manifest and the registration of their images, 3. the link run.
+    /// Returns what the compile run found and the link run's artifacts.
+    fn host_first(&mut self) -> Result<(CompileRun, Vec<Value>)> {
+        let artifacts = self.host_compile(None)?;
+        let compiled = self.compile_run(&artifacts)?;
+        let link_args = match self.image_builder(&compiled)? {
+            Some((builder, _)) => self.images(&builder)?,
+            None => Vec::new(),
+        };
+        forget_programs_linked_otherwise(&compiled.roots.linked_programs, &link_args)?;
+        let artifacts = self.host_link(&compiled, &link_args)?;
+        Ok((compiled, artifacts))
+    }
+
+    /// The build when the last build's images came from the image crate as it is (`last`:
+    /// [`Build::last_image_crate`]), as after most edits, which change no launch: 1. the device
+    /// passes of `last` (cargo finds them fresh unless a crate of theirs changed) and the
+    /// registration of their images, 2. one host run that compiles and links, as plain `cargo
+    /// build` does. The images stand if that run left the launches, and so the image crate, as
+    /// they were; otherwise (`the launches changed` is printed) the device passes of the new
+    /// image crate run, and a link run links again each program whose images changed (one that
+    /// the host run compiled is compiled again: that run left no `.rlink`). If a device pass of
+    /// `last` fails, its lines are dropped and the build is [`Build::host_first`]'s: the edit
+    /// may be the fix of what failed. Returns what the host run found and the artifacts of the
+    /// last host run.
+    fn images_first(&mut self, last: &ImageBuilder) -> Result<(CompileRun, Vec<Value>)> {
+        let passes = self.device_passes(last, false);
+        if passes.iter().any(|(_, result)| result.is_err()) {
+            return self.host_first();
+        }
+        let mut packaged = Vec::new();
+        for (log, result) in passes {
+            log.flush();
+            packaged.extend(result.ok());
+        }
+        let link_args = self.register(&packaged)?;
+        let artifacts = self.host_compile(Some(&link_args))?;
+        let compiled = self.compile_run(&artifacts)?;
+        let linked = &compiled.roots.linked_programs;
+        let builder = self.image_builder(&compiled)?;
+        if let Some((ImageBuilder::ImageCrate(_), false)) = &builder {
+            // The images stand. A program that the run found fresh may have been linked with
+            // other images.
+            if !forget_programs_linked_otherwise(linked, &link_args)? {
+                return Ok((compiled, artifacts));
+            }
+            let artifacts = self.host_link(&compiled, &link_args)?;
+            return Ok((compiled, artifacts));
+        }
+        let new_link_args = match &builder {
+            Some((builder, _)) => {
+                eprintln!("[cargo offload] the launches changed: the device passes run again");
+                // A program linked with the images of the last launches must not stay behind
+                // when no images of the new ones come.
+                self.images(builder)
+                    .inspect_err(|_| forget_programs_linked_with(linked, &link_args))?
+            }
+            None => Vec::new(),
+        };
+        forget_programs_linked_otherwise(linked, &new_link_args)?;
+        let artifacts = self.host_link(&compiled, &new_link_args)?;
+        Ok((compiled, artifacts))
+    }
+
+    /// The host pass's first run: with `link_args` (the images are built), the one run, which
+    /// compiles and links every program ([`env::HOST_COMPILE_AND_LINK`]); without, the compile
+    /// run, which links none. Each crate writes its manifest. Returns cargo's artifact messages
+    /// ([`Build::compile_run`] reads them).
+    fn host_compile(&self, link_args: Option<&[String]>) -> Result<Vec<Value>> {
         let programs = self.programs_dir();
         if programs.exists() {
             fs::remove_dir_all(&programs)
                 .map_err(|e| Failure::new(format!("cannot remove {}: {e}", programs.display())))?;
         }
-        let cmd = self.host_command()?;
-        let artifacts = cargo_pass(&format!("host pass ({host}): compile"), cmd, false)?;
-        let roots = root_manifests(&artifacts, &self.ws, host, &self.manifests, &programs)?;
+        let mut cmd = self.host_command()?;
+        let what = match link_args {
+            Some(link_args) => {
+                cmd.env(env::HOST_LINK, link_args.join("\x1f"))
+                    .env(env::HOST_COMPILE_AND_LINK, "1");
+                "compile and link"
+            }
+            None => "compile",
+        };
+        cargo_pass(&format!("host pass ({}): {what}", self.host), cmd, false)
+    }
+
+    /// What the compile run with `artifacts` found: the manifests of the root crates, merged,
+    /// and the features it resolved; the path dependencies it built join the workspace.
+    fn compile_run(&mut self, artifacts: &[Value]) -> Result<CompileRun> {
+        let host = &self.host;
+        let programs = self.programs_dir();
+        let roots = root_manifests(artifacts, &self.ws, host, &self.manifests, &programs)?;
         let manifest = merge_manifests(&roots.manifests)?;
         let kernels = manifest.kernels.len();
         let count = roots.manifests.len();
@@ -457,49 +593,114 @@ impl<'a> Build<'a> {
             if count == 1 { "" } else { "s" }
         );
         // The path dependencies outside the workspace may define kernels too.
-        self.ws.add_dependencies(&artifacts, host);
-        let features = resolved_features(&artifacts, &self.ws, host);
+        self.ws.add_dependencies(artifacts, host);
+        let features = resolved_features(artifacts, &self.ws, host);
         Ok(CompileRun { manifest, kernels, features, roots })
     }
 
-    /// 2. What builds the images ([`image_builder`]), one device pass per arch and the
-    /// registration of their images; returns the link arguments of the host pass's link run.
-    fn device_images(&self, compiled: &CompileRun) -> Result<Vec<String>> {
-        let CompileRun { manifest, features, roots, .. } = compiled;
-        let images_dir = &self.images_dir;
-        let builder = image_builder(&self.dir, &self.ws, manifest, features, &roots.manifests)?;
-        let packaged = if let [arch] = &self.archs[..] {
-            vec![self.device_pass(arch, &builder, images_dir, &mut Log::Live)?]
-        } else {
-            // The arches' passes share nothing but their inputs (each has its own target
-            // folder and image files; `--offload-arch` names each arch once), so they run at
-            // once: an edit that leaves the images as they are pays for one cargo start, not
-            // one per arch. Their lines are printed when all have ended, arch by arch in the
-            // order of `--offload-arch`, and the first failure in that order is the error.
-            // Each pass's cargo runs as many jobs as the machine has CPUs.
-            let passes: Vec<(Log, Result<_>)> = std::thread::scope(|scope| {
-                let threads: Vec<_> = self
-                    .archs
-                    .iter()
-                    .map(|arch| {
-                        let builder = &builder;
-                        scope.spawn(move || {
-                            let mut log = Log::Buffered(Vec::new());
-                            let result = self.device_pass(arch, builder, images_dir, &mut log);
-                            (log, result)
-                        })
+    /// The image crate of the last build ([`ImageBuilder::ImageCrate`]), if the last device
+    /// pass of each arch of this run, in this profile, built its image from the image crate's
+    /// files as they are now (its recorded [`image_key`] is theirs) and no source file of the
+    /// crates it compiled was edited since that pass began ([`edited_since`], [`BUILT`]): then,
+    /// unless the host pass changes the launches, the images it built stand. (A kernel's
+    /// manifest entry carries a hash of its crate's source, so an edit of a kernel crate changes
+    /// the manifest: its device passes then run after the host pass, as [`Build::host_first`]
+    /// orders them. Which order is taken decides what runs, not which images and programs
+    /// come out.)
+    fn last_image_crate(&self) -> Option<ImageBuilder> {
+        let builder = ImageBuilder::ImageCrate(self.dir.join("image"));
+        let profile = if self.profile == "debug" { "debug" } else { "release" };
+        let built_now = self.archs.iter().all(|arch| {
+            let Ok(core) = device_core(arch, self.inv.build_std) else { return false };
+            let folder =
+                self.dir.join(format!("device-{}", arch.name)).join(&arch.target).join(profile);
+            let key = image_key(&builder, &self.device_flags(arch, &builder, &core));
+            let dep_info = folder.join(format!("lib{IMAGE_CRATE}.d"));
+            fs::read_to_string(folder.join("image-key")).is_ok_and(|recorded| recorded == key)
+                && edited_since(&dep_info, &folder.join(BUILT)) == Some(false)
+        });
+        (builder.manifest().is_file() && built_now).then_some(builder)
+    }
+
+    /// The device passes of `builder`, one per arch, in the order of `--offload-arch`. The
+    /// arches' passes share nothing but their inputs (each has its own target folder and image
+    /// files; `--offload-arch` names each arch once), so they run at once: an edit that leaves
+    /// the images as they are pays for one cargo start, not one per arch. Each pass's lines are
+    /// kept in its log ([`Log::Buffered`]), but for a `live` pass of a single arch, which
+    /// prints them as they come ([`Log::Live`]). Each pass's cargo runs as many jobs as the
+    /// machine has CPUs.
+    fn device_passes(&self, builder: &ImageBuilder, live: bool) -> Vec<DevicePass> {
+        if let ([arch], true) = (&self.archs[..], live) {
+            let mut log = Log::Live;
+            let result = self.device_pass(arch, builder, &mut log);
+            return vec![(log, result)];
+        }
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = self
+                .archs
+                .iter()
+                .map(|arch| {
+                    scope.spawn(move || {
+                        let mut log = Log::Buffered(Vec::new());
+                        let result = self.device_pass(arch, builder, &mut log);
+                        (log, result)
                     })
-                    .collect();
-                threads.into_iter().map(|t| t.join().expect("a device pass panicked")).collect()
-            });
-            let mut results = Vec::new();
-            for (log, result) in passes {
-                log.flush();
-                results.push(result);
-            }
-            results.into_iter().collect::<Result<Vec<_>>>()?
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().expect("a device pass panicked")).collect()
+        })
+    }
+
+    /// What builds the images of `compiled`, written ([`image_builder`]), with whether a file
+    /// of it changed; none when no kernel is launched. Unless that is the image crate, the
+    /// image crate's manifest is removed, so that the next build does not build the images of
+    /// its launches first ([`Build::last_image_crate`]).
+    fn image_builder(&self, compiled: &CompileRun) -> Result<Option<(ImageBuilder, bool)>> {
+        let CompileRun { manifest, features, roots, kernels } = compiled;
+        let builder = if *kernels == 0 {
+            eprintln!("[cargo offload] no kernel launches: the program gets no device image");
+            None
+        } else {
+            Some(image_builder(&self.dir, &self.ws, manifest, features, &roots.manifests)?)
         };
+        if !matches!(builder, Some((ImageBuilder::ImageCrate(_), _))) {
+            let _ = fs::remove_file(ImageBuilder::ImageCrate(self.dir.join("image")).manifest());
+        }
+        Ok(builder)
+    }
+
+    /// The device passes of `builder`, their lines printed arch by arch, and the registration
+    /// of their images; the first failure in the order of `--offload-arch` is the error.
+    /// Returns the link arguments of the host pass's link run.
+    fn images(&self, builder: &ImageBuilder) -> Result<Vec<String>> {
+        let mut results = Vec::new();
+        for (log, result) in self.device_passes(builder, true) {
+            log.flush();
+            results.push(result);
+        }
+        let packaged = results.into_iter().collect::<Result<Vec<_>>>()?;
         self.register(&packaged)
+    }
+
+    /// The rustc flags of `arch`'s device pass of `builder`, whose `core` is `core`.
+    fn device_flags(&self, arch: &Arch, builder: &ImageBuilder, core: &DeviceCore) -> Vec<String> {
+        let mut flags = vec!["-Zunstable-options".to_string()];
+        flags.push(format!("-Zoffload=Device={}", builder.manifest().display()));
+        flags.push(format!("--cfg={DEVICE_CFG}"));
+        flags.push(self.check_cfg.clone());
+        // The target CPU of a GPU; the initial-exec TLS model on the CPU device (why: see
+        // `offload_targets::CPU`).
+        flags.extend(arch.pass_flags());
+        if let DeviceCore::Toolchain(sysroot) = core {
+            flags.push("--sysroot".to_string());
+            flags.push(sysroot.display().to_string());
+        }
+        if let ImageBuilder::Program { .. } = builder {
+            // The program's own profile, whose panic strategy may be `unwind`: the image
+            // has no unwinder, and the device's `core` aborts.
+            flags.push("-Cpanic=abort".to_string());
+        }
+        flags
     }
 
     /// The device pass of `arch`: builds the image builder for its target, then its image with
@@ -508,25 +709,17 @@ impl<'a> Build<'a> {
         &self,
         arch: &Arch,
         builder: &ImageBuilder,
-        images_dir: &Path,
         log: &mut Log,
     ) -> Result<(PathBuf, PathBuf)> {
-        let mut flags = vec!["-Zunstable-options".to_string()];
-        flags.push(format!("-Zoffload=Device={}", builder.manifest().display()));
-        flags.push(format!("--cfg={DEVICE_CFG}"));
-        flags.push(self.check_cfg.clone());
-        // The target CPU of a GPU; the initial-exec TLS model on the CPU device (why: see
-        // `offload_targets::CPU`).
-        flags.extend(arch.pass_flags());
-        let core = device_core(arch, self.inv.build_std)?;
-        if let DeviceCore::Toolchain(sysroot) = &core {
-            flags.push("--sysroot".to_string());
-            flags.push(sysroot.display().to_string());
+        let core = &device_core(arch, self.inv.build_std)?;
+        if *core == DeviceCore::BuildStd && !self.inv.build_std {
+            log.line(&no_device_sysroot_note(arch));
         }
+        let flags = self.device_flags(arch, builder, core);
         let target_dir = self.dir.join(format!("device-{}", arch.name));
-        let (mut build, profile, output_folder) = self.device_cargo(builder, &mut flags)?;
+        let (mut build, profile, output_folder) = self.device_cargo(builder)?;
         build
-            .args(if core == DeviceCore::BuildStd { &["-Zbuild-std=core"][..] } else { &[] })
+            .args(if *core == DeviceCore::BuildStd { &["-Zbuild-std=core"][..] } else { &[] })
             .args(["--target", &arch.target, "--target-dir"])
             .arg(&target_dir)
             // An incremental build that reuses its one codegen unit skips the optimization in
@@ -536,6 +729,7 @@ impl<'a> Build<'a> {
         let deps = target_dir.join(&arch.target).join(&profile).join(output_folder);
         self.forget_other_image(builder, arch, &target_dir, &deps, &flags)?;
         let what = format!("device pass {} ({}, {})", arch.name, arch.target, core.describe());
+        let began = SystemTime::now();
         log.cargo_pass(&what, build)?;
         let image = deps.join("host.out");
         if !image.is_file() {
@@ -546,21 +740,21 @@ impl<'a> Build<'a> {
             ));
         }
         let start = Instant::now();
-        let (binary, summary) = device_binary(images_dir, arch, &image, profile != "debug")?;
+        let (binary, summary) = device_binary(&self.images_dir, arch, &image, profile != "debug")?;
         log.progress(&format!("image {}: {summary}", arch.name), start);
+        let built = deps.parent().unwrap_or(&target_dir).join(BUILT);
+        fs::File::create(&built)
+            .and_then(|f| f.set_modified(began))
+            .map_err(|e| Failure::new(format!("cannot write {}: {e}", built.display())))?;
         Ok((image, binary))
     }
 
     /// The cargo command of a device pass that builds `builder`, without the target, its
-    /// folder and the flags (which it may add to): the image crate with cargo's built-in
+    /// folder and the flags ([`Build::device_flags`]): the image crate with cargo's built-in
     /// profiles, or the program with the user's profile, features and `cargo-offload` as
     /// `RUSTC_WRAPPER`. Returns it with the profile folder and the folder under it where the
     /// image goes.
-    fn device_cargo(
-        &self,
-        builder: &ImageBuilder,
-        flags: &mut Vec<String>,
-    ) -> Result<(Command, String, &'static str)> {
+    fn device_cargo(&self, builder: &ImageBuilder) -> Result<(Command, String, &'static str)> {
         Ok(match builder {
             ImageBuilder::ImageCrate(image_crate) => {
                 // The image crate has cargo's two built-in profiles: a custom profile of the
@@ -576,9 +770,6 @@ impl<'a> Build<'a> {
             }
             ImageBuilder::Program { krate, program, features, .. } => {
                 let exe = current_exe()?;
-                // The program's own profile, whose panic strategy may be `unwind`: the image
-                // has no unwinder, and the device's `core` aborts.
-                flags.push("-Cpanic=abort".to_string());
                 let mut build = cargo_command(&self.cargo, "build");
                 build
                     .args(manifest_path_args(&self.inv.cargo_args))
@@ -615,14 +806,7 @@ impl<'a> Build<'a> {
         deps: &Path,
         flags: &[String],
     ) -> Result<()> {
-        let read = |path: PathBuf| fs::read_to_string(path).unwrap_or_default();
-        let mut key = format!("{}\n{}\n", flags.join("\x1f"), read(builder.manifest()));
-        match builder {
-            ImageBuilder::ImageCrate(dir) => key.push_str(&read(dir.join("Cargo.toml"))),
-            ImageBuilder::Program { program, features, .. } => {
-                key.push_str(&format!("{program:?} {features:?}"))
-            }
-        }
+        let key = image_key(builder, flags);
         if !image_key_changed(deps.parent().unwrap_or(target_dir), &key)? {
             return Ok(());
         }
@@ -639,7 +823,7 @@ impl<'a> Build<'a> {
         Ok(())
     }
 
-    /// 3. The registration object of the `packaged` images, and the image the host pass names.
+    /// The registration object of the `packaged` images, and the image the host pass names.
     /// Returns the link arguments of the host pass's link run.
     fn register(&self, packaged: &[(PathBuf, PathBuf)]) -> Result<Vec<String>> {
         let start = Instant::now();
@@ -676,13 +860,23 @@ impl<'a> Build<'a> {
         ])
     }
 
-    /// 4. The host pass's link run: the same cargo command as the compile run, which links the
-    /// programs with `link_args` (`-Zlink-only`, [`crate::wrapper::wrap_host_rustc`]). Returns the
-    /// run's artifacts.
-    fn host_link(&self, link_args: &[String]) -> Result<Vec<Value>> {
+    /// The host pass's link run: the same cargo command as the first run, which links the
+    /// programs that it finds missing with `link_args` (`-Zlink-only`,
+    /// [`crate::wrapper::wrap_host_rustc`]). Fails if the launches then differ from those of
+    /// `compiled`, the first run's, of which the images were built. Returns the run's artifacts.
+    fn host_link(&self, compiled: &CompileRun, link_args: &[String]) -> Result<Vec<Value>> {
         let mut cmd = self.host_command()?;
         cmd.env(env::HOST_LINK, link_args.join("\x1f"));
-        cargo_pass(&format!("host pass ({}): link", self.host), cmd, true)
+        let artifacts = cargo_pass(&format!("host pass ({}): link", self.host), cmd, true)?;
+        // A file edited while this build ran may have changed the launches after the images
+        // were built: the programs are linked, but with images of the earlier launches.
+        if merge_manifests(&compiled.roots.manifests)? != compiled.manifest {
+            return fail(
+                "the sources changed while this build ran: the launches that the host pass \
+                 recorded differ from those the device images were built from; build again",
+            );
+        }
+        Ok(artifacts)
     }
 
     /// The programs among the host pass's `artifacts` (for `test`, the test harnesses, not the
@@ -723,6 +917,47 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// A source that the dep-info file lists and that is newer than the pass's [`BUILT`] file,
+    /// or gone, is an edit; a path with a space is read whole; the dep-info file's own time
+    /// does not count.
+    #[test]
+    fn a_source_newer_than_the_last_pass_is_an_edit() {
+        let dir = std::env::temp_dir().join(format!("cargo-offload-edited-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let (spaced, plain) = (dir.join("a b.rs"), dir.join("c.rs"));
+        let (dep_info, built) = (dir.join("x.d"), dir.join(BUILT));
+        let escaped = spaced.display().to_string().replace(' ', "\\ ");
+        fs::write(&dep_info, format!("{}: {escaped} {}\n", dir.display(), plain.display()))
+            .unwrap();
+        assert_eq!(edited_since(&dep_info, &built), None, "no pass built");
+        let now = std::time::SystemTime::now();
+        let age = |path: &Path, seconds: u64| {
+            fs::File::options()
+                .append(true)
+                .create(true)
+                .open(path)
+                .and_then(|f| f.set_modified(now - std::time::Duration::from_secs(seconds)))
+                .unwrap()
+        };
+        age(&built, 10);
+        age(&spaced, 20);
+        age(&plain, 20);
+        age(&dep_info, 30);
+        assert_eq!(edited_since(&dep_info, &built), Some(false));
+        age(&spaced, 5);
+        assert_eq!(edited_since(&dep_info, &built), Some(true), "the spaced path edited");
+        age(&dep_info, 1);
+        let hidden = edited_since(&dep_info, &built);
+        assert_eq!(hidden, Some(true), "a newer dep-info file hides no edit");
+        age(&spaced, 20);
+        fs::remove_file(&plain).unwrap();
+        assert_eq!(edited_since(&dep_info, &built), Some(true), "a source gone");
+        fs::remove_file(&dep_info).unwrap();
+        assert_eq!(edited_since(&dep_info, &built), None, "no dep-info file");
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn a_crate_without_std_gets_the_device_lines() {

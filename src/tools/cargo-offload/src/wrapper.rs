@@ -14,7 +14,8 @@ use crate::env;
 use crate::registration::{link_record, link_stamp};
 
 /// `RUSTC_WRAPPER` of the host build, which cargo runs twice over one target folder with the
-/// same flags, so that the second run finds fresh every crate that the first compiled. Each
+/// same flags, so that the second run finds fresh every crate that the first compiled (or once:
+/// see the end). Each
 /// crate compiled for the target (cargo passes `--target` to those, not to build scripts and
 /// proc macros) gets `-Zoffload=Host=<image>` (`image`: the path of [`env::HOST_IMAGE`]) and its
 /// own manifest, `<dir>/<crate name><extra filename>.json` (the host metadata pass, in the same
@@ -26,10 +27,15 @@ use crate::registration::{link_record, link_stamp};
 ///   `cdylib`) is linked (its dependents need the library), and its program removed;
 /// - the second links it with `-Zlink-only` from that `.rlink` and the link arguments of
 ///   [`env::HOST_LINK`] (the registration of the images, `\x1f`-separated). A program without
-///   an `.rlink` (removed so that it links new images), or whose sources or dependencies
-///   changed since the `.rlink` was written ([`stale`]), is compiled again first; a library
-///   and program is compiled and linked again (cargo removes its `rlib` before it runs rustc),
-///   and so are the crates that depend on it.
+///   an `.rlink` (one that a run which linked it left none of, removed so that it links new
+///   images), or whose sources or dependencies
+///   changed since the `.rlink` was written ([`stale`]), is compiled and linked in one
+///   compilation; a library and program is compiled and linked again (cargo removes its `rlib`
+///   before it runs rustc), and so are the crates that depend on it.
+///
+/// When the device passes ran first ([`env::HOST_COMPILE_AND_LINK`] set beside
+/// [`env::HOST_LINK`]), there is one run: every program is compiled and linked in one
+/// compilation, as plain cargo does, and recorded as in a first run.
 pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
     let Some((rustc, args)) = args.split_first() else {
         eprintln!("error: [cargo offload] run as RUSTC_WRAPPER without a rustc to run");
@@ -40,6 +46,7 @@ pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
         cmd.env_remove(env::HOST_METADATA_DIR)
             .env_remove(env::HOST_IMAGE)
             .env_remove(env::HOST_LINK)
+            .env_remove(env::HOST_COMPILE_AND_LINK)
             .env_remove(env::HOST_PROGRAMS);
         cmd
     };
@@ -92,7 +99,8 @@ pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
         }
         return status;
     };
-    // The second run.
+    // The second run, or the one run.
+    let one_run = std::env::var_os(env::HOST_COMPILE_AND_LINK).is_some();
     let added: Vec<String> =
         link_args.split('\x1f').filter(|a| !a.is_empty()).map(str::to_string).collect();
     let link_args: Vec<String> = added.iter().map(|a| format!("-Clink-arg={a}")).collect();
@@ -116,11 +124,19 @@ pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
         cmd.args(args).args(&offload).args(&link_args);
         return record(run_rustc(rustc, cmd));
     }
-    if !rlink.is_file() || stale(&rlink, &out_dir, &name, args) {
-        let status = compile_without_link();
-        if status != ExitCode::SUCCESS {
-            return status;
+    if one_run || !rlink.is_file() || stale(&rlink, &out_dir, &name, args) {
+        if one_run {
+            let programs = std::env::var(env::HOST_PROGRAMS).unwrap_or_default();
+            if let Err(e) = record_program(Path::new(&programs), &name, args) {
+                eprintln!("error: [cargo offload] cannot record the program `{name}`: {e}");
+                return ExitCode::from(1);
+            }
         }
+        // An `.rlink` of an earlier build is not this compilation's.
+        let _ = fs::remove_file(&rlink);
+        let mut cmd = command();
+        cmd.args(args).args(&offload).args(&link_args);
+        return record(run_rustc(rustc, cmd));
     }
     let mut cmd = command();
     cmd.args(link_only_args(args, &rlink)).args(&offload).arg("-Zlink-only").args(&link_args);
