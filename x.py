@@ -13,8 +13,11 @@ if not os.path.exists(cargo):
     sys.exit("error: [CHECK] the rustup toolchain 1.95.0 (stage 0) is missing at %s; "
              "install it with `rustup toolchain install 1.95.0` and rerun" % toolchain)
 cache = os.environ.get("OFFLOAD_FORK_CACHE") or os.path.expanduser("~/.cache/offload-fork")
+# The stage-0 toolchain first on PATH, for the harness and the cargo it starts outside the
+# sysroot: a user without rustup's proxies on PATH has no `rustc` there.
+path = os.path.join(toolchain, "bin") + os.pathsep + os.environ.get("PATH", "")
 env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(cache, "tools-target"),
-           OFFLOAD_FORK_PROJECT=here)
+           OFFLOAD_FORK_PROJECT=here, PATH=path)
 env.pop("RUSTUP_TOOLCHAIN", None)
 # The user's flags are for the fork's compiler (`./x.py cargo`), not for building the harness
 # with the stable stage-0 toolchain.
@@ -27,5 +30,5 @@ if build.returncode != 0:
     sys.exit("error: [CHECK] the harness (src/tools/offload-x) does not build; see above")
 tool = os.path.join(cache, "tools-target", "release", "offload-x")
 # The harness gets the caller's environment as it was (`./x.py cargo` passes CARGO_* on).
-run_env = dict(os.environ, OFFLOAD_FORK_PROJECT=here)
+run_env = dict(os.environ, OFFLOAD_FORK_PROJECT=here, PATH=path)
 sys.exit(subprocess.run([tool] + sys.argv[1:], env=run_env).returncode)

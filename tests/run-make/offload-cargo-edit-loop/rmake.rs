@@ -257,11 +257,10 @@ fn main() {
         format!("{}{}", &RUNNER[..start], &RUNNER[end..]).replace("edit 0", "edit 2"),
     );
     let launch_edit = build(&ws);
-    assert!(
-        launch_edit.contains("[cargo offload] the launches changed: the device passes run again"),
-        "{launch_edit}"
-    );
-    let again = launch_edit.split("the launches changed").nth(1).unwrap_or_default();
+    let line = "[cargo offload] the image crate changed (launches, features or locked versions): \
+                 the device passes run again";
+    assert!(launch_edit.contains(line), "{launch_edit}");
+    let again = launch_edit.split("the image crate changed").nth(1).unwrap_or_default();
     let device = compiled(&step_lines(again, "device pass host"));
     assert_eq!(device, ["offload-image"], "{launch_edit}");
     let link_run = step_lines(again, "host pass (x86_64-unknown-linux-gnu): link");

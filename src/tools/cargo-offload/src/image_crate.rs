@@ -260,10 +260,20 @@ fn write_image_crate<'a>(
     wrote |= write_if_changed(&image.join("lib.rs"), lib.as_bytes())?;
     wrote |= write_if_changed(&image.join("manifest.json"), text.as_bytes())?;
     // The workspace's lock file keeps the dependencies' versions (a git dependency's commit);
-    // cargo trims it to the image crate's graph.
-    let lock = ws.root.join("Cargo.lock");
-    if lock.is_file() && !image.join("Cargo.lock").is_file() {
-        wrote |= fs::copy(&lock, image.join("Cargo.lock")).is_ok();
+    // cargo trims it to the image crate's graph. It is copied again whenever the workspace's
+    // changed (`cargo update`), which `Cargo.lock.workspace` keeps a copy of: else the kernels
+    // would keep the versions of the first build.
+    if let Ok(lock) = fs::read(ws.root.join("Cargo.lock")) {
+        let copied = image.join("Cargo.lock.workspace");
+        if fs::read(&copied).ok() != Some(lock.clone()) || !image.join("Cargo.lock").is_file() {
+            let write = |path: PathBuf| {
+                fs::write(&path, &lock)
+                    .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display())))
+            };
+            write(image.join("Cargo.lock"))?;
+            write(copied)?;
+            wrote = true;
+        }
     }
     Ok(wrote)
 }
@@ -656,6 +666,32 @@ mod tests {
         let test = build(&ws, vec![kernel("app", "app"), kernel("kern", "a_test")]);
         let Err(Failure(test, 1)) = test else { panic!("a test's launch accepted") };
         assert!(test.contains("the crate `a_test` launches the kernel `kern::k`"), "{test}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The image crate's lock file is the workspace's, copied again only when that changed
+    /// (not when cargo trimmed the copy).
+    #[test]
+    fn the_image_crates_lock_follows_the_workspaces() {
+        let dir = scratch("lock");
+        let mut ws = workspace(&["kern"]);
+        ws.root = dir.join("ws");
+        fs::create_dir_all(&ws.root).unwrap();
+        fs::write(ws.root.join("Cargo.lock"), "v1").unwrap();
+        let manifest = manifest_of(IMAGE_CRATE, &[], vec![kernel("kern::k", Some("kern"), &[])]);
+        let build = |ws: &Workspace| {
+            let Ok((ImageBuilder::ImageCrate(image), wrote)) =
+                image_builder(&dir, ws, &manifest, &BTreeMap::new(), &[])
+            else {
+                panic!("no image crate")
+            };
+            (fs::read_to_string(image.join("Cargo.lock")).unwrap(), wrote)
+        };
+        assert_eq!(build(&ws), ("v1".to_string(), true));
+        fs::write(dir.join("image/Cargo.lock"), "v1, trimmed by cargo").unwrap();
+        assert_eq!(build(&ws), ("v1, trimmed by cargo".to_string(), false));
+        fs::write(ws.root.join("Cargo.lock"), "v2").unwrap();
+        assert_eq!(build(&ws), ("v2".to_string(), true));
         fs::remove_dir_all(&dir).unwrap();
     }
 

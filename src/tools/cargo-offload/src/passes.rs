@@ -279,13 +279,41 @@ fn forget_programs_linked_otherwise(
     Ok(removed)
 }
 
-/// Removes each of the `linked_programs` that was linked with `link_args` (its [`link_record`]
-/// holds their [`link_stamp`]).
-fn forget_programs_linked_with(linked_programs: &[PathBuf], link_args: &[String]) {
-    let stamp = link_stamp(link_args);
-    for program in linked_programs {
-        if fs::read_to_string(link_record(program)).ok().as_deref() == Some(stamp.as_str()) {
-            let _ = fs::remove_file(program);
+/// Removes each program that the one host run linked (`linked <path>` lines of its record in
+/// `programs`, [`crate::wrapper`]) and whose manifest (in `manifests`) names a kernel that is
+/// not among `imaged` (the symbols of the images it was linked with), with cargo's copies of
+/// it (hard links beside it or one folder up): run, it would launch a kernel its images lack.
+/// A program without a readable manifest is removed too.
+fn forget_programs_beyond(programs: &Path, manifests: &Path, imaged: &BTreeSet<String>) {
+    for entry in fs::read_dir(programs).into_iter().flatten().flatten() {
+        let record = fs::read_to_string(entry.path()).unwrap_or_default();
+        let linked: Vec<&str> = record.lines().filter_map(|l| l.strip_prefix("linked ")).collect();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let manifest = manifests.join(format!("{name}.json"));
+        let fits = offload_manifest_format::read(&manifest)
+            .is_ok_and(|m| m.kernels.iter().all(|k| imaged.contains(&k.symbol)));
+        if fits {
+            continue;
+        }
+        for program in linked.iter().map(Path::new) {
+            remove_with_copies(program);
+        }
+    }
+}
+
+/// Removes `program` and the hard links to it in its folder and the folder above (cargo's
+/// copy of a program without the extra filename).
+fn remove_with_copies(program: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = fs::metadata(program) else { return };
+    let folders = program.parent().into_iter().chain(program.parent().and_then(Path::parent));
+    for folder in folders {
+        for entry in fs::read_dir(folder).into_iter().flatten().flatten() {
+            let same = fs::metadata(entry.path())
+                .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino());
+            if same {
+                let _ = fs::remove_file(entry.path());
+            }
         }
     }
 }
@@ -511,7 +539,7 @@ impl<'a> Build<'a> {
     /// passes of `last` (cargo finds them fresh unless a crate of theirs changed) and the
     /// registration of their images, 2. one host run that compiles and links, as plain `cargo
     /// build` does. The images stand if that run left the launches, and so the image crate, as
-    /// they were; otherwise (`the launches changed` is printed) the device passes of the new
+    /// they were; otherwise (`the image crate changed` is printed) the device passes of the new
     /// image crate run, and a link run links again each program whose images changed (one that
     /// the host run compiled is compiled again: that run left no `.rlink`). If a device pass of
     /// `last` fails, its lines are dropped and the build is [`Build::host_first`]'s: the edit
@@ -528,26 +556,38 @@ impl<'a> Build<'a> {
             packaged.extend(result.ok());
         }
         let link_args = self.register(&packaged)?;
-        let artifacts = self.host_compile(Some(&link_args))?;
+        // The kernels of the images that the host run links with: a build that fails after it
+        // must not leave a program behind that launches others.
+        let imaged = offload_manifest_format::read(&last.manifest())
+            .map(|m| m.kernels.into_iter().map(|k| k.symbol).collect())
+            .unwrap_or_default();
+        self.host_after_images(&link_args)
+            .inspect_err(|_| forget_programs_beyond(&self.programs_dir(), &self.manifests, &imaged))
+    }
+
+    /// [`Build::images_first`] once the images of the last image crate are registered
+    /// (`link_args`): the one host run, then what its launches need.
+    fn host_after_images(&mut self, link_args: &[String]) -> Result<(CompileRun, Vec<Value>)> {
+        let artifacts = self.host_compile(Some(link_args))?;
         let compiled = self.compile_run(&artifacts)?;
         let linked = &compiled.roots.linked_programs;
         let builder = self.image_builder(&compiled)?;
         if let Some((ImageBuilder::ImageCrate(_), false)) = &builder {
             // The images stand. A program that the run found fresh may have been linked with
             // other images.
-            if !forget_programs_linked_otherwise(linked, &link_args)? {
+            if !forget_programs_linked_otherwise(linked, link_args)? {
                 return Ok((compiled, artifacts));
             }
-            let artifacts = self.host_link(&compiled, &link_args)?;
+            let artifacts = self.host_link(&compiled, link_args)?;
             return Ok((compiled, artifacts));
         }
         let new_link_args = match &builder {
             Some((builder, _)) => {
-                eprintln!("[cargo offload] the launches changed: the device passes run again");
-                // A program linked with the images of the last launches must not stay behind
-                // when no images of the new ones come.
-                self.images(builder)
-                    .inspect_err(|_| forget_programs_linked_with(linked, &link_args))?
+                eprintln!(
+                    "[cargo offload] the image crate changed (launches, features or locked \
+                     versions): the device passes run again"
+                );
+                self.images(builder)?
             }
             None => Vec::new(),
         };
@@ -792,7 +832,8 @@ impl<'a> Build<'a> {
     }
 
     /// Makes the device pass of `arch` build its image again when what selects the image
-    /// changed since its last pass into `target_dir` ([`image_key_changed`]). The image crate's
+    /// changed since its last pass into `target_dir` ([`image_key_changed`]), or the image
+    /// (`host.out`) is missing. The image crate's
     /// outputs are removed ([`forget_image`]). A program is cleaned with `cargo clean -p`: its
     /// `rlib` is not the file cargo expects, so a missing `rlib` does not make cargo build it
     /// again. (Cargo checks the files it expects: on the host it finds the program fresh once
@@ -807,7 +848,10 @@ impl<'a> Build<'a> {
         flags: &[String],
     ) -> Result<()> {
         let key = image_key(builder, flags);
-        if !image_key_changed(deps.parent().unwrap_or(target_dir), &key)? {
+        // An image removed by hand: cargo, which does not know the file, would find the crate
+        // fresh and never write it again.
+        let changed = image_key_changed(deps.parent().unwrap_or(target_dir), &key)?;
+        if !changed && deps.join("host.out").is_file() {
             return Ok(());
         }
         forget_image(deps, builder.krate());
@@ -956,6 +1000,36 @@ mod tests {
         assert_eq!(edited_since(&dep_info, &built), Some(true), "a source gone");
         fs::remove_file(&dep_info).unwrap();
         assert_eq!(edited_since(&dep_info, &built), None, "no dep-info file");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// After a failed build, a program that the one host run linked goes, with cargo's copy,
+    /// when it launches a kernel that its images lack; one whose kernels they hold stays.
+    #[test]
+    fn a_program_beyond_its_images_is_removed() {
+        use offload_manifest_format::{FORMAT_VERSION, MAGIC};
+        let dir = std::env::temp_dir().join(format!("cargo-offload-beyond-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let (programs, manifests, deps) = (dir.join("p"), dir.join("m"), dir.join("debug/deps"));
+        for folder in [&programs, &manifests, &deps] {
+            fs::create_dir_all(folder).unwrap();
+        }
+        for (name, symbol) in [("new-1", "s_new"), ("old-2", "s_old")] {
+            let kernel = json!({"kernel": "k::k", "link_name": "k", "symbol": symbol, "params": [],
+                "launched_by": [name]});
+            let manifest = json!({"magic": MAGIC, "format_version": FORMAT_VERSION,
+                "rustc_commit": "c", "crate": name, "crate_graph": [name], "kernels": [kernel]});
+            fs::write(manifests.join(format!("{name}.json")), manifest.to_string()).unwrap();
+            let program = deps.join(name);
+            fs::write(&program, "program").unwrap();
+            let copy = dir.join("debug").join(name.split('-').next().unwrap());
+            fs::hard_link(&program, copy).unwrap();
+            let record = format!("/src/{name}.rs\nfalse\nlinked {}\n", program.display());
+            fs::write(programs.join(name), record).unwrap();
+        }
+        forget_programs_beyond(&programs, &manifests, &BTreeSet::from(["s_old".to_string()]));
+        assert!(!deps.join("new-1").exists() && !dir.join("debug/new").exists());
+        assert!(deps.join("old-2").exists() && dir.join("debug/old").exists());
         fs::remove_dir_all(&dir).unwrap();
     }
 

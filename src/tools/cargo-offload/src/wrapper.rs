@@ -104,11 +104,18 @@ pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
     let added: Vec<String> =
         link_args.split('\x1f').filter(|a| !a.is_empty()).map(str::to_string).collect();
     let link_args: Vec<String> = added.iter().map(|a| format!("-Clink-arg={a}")).collect();
-    // What the programs were linked with, for the next build's [`link_stamp`] comparison.
+    let programs = std::env::var(env::HOST_PROGRAMS).unwrap_or_default();
+    // What the programs were linked with, for the next build's [`link_stamp`] comparison; in the
+    // one run, also which files it linked ([`record_linked`]).
     let record = |status: ExitCode| {
         if status == ExitCode::SUCCESS {
-            for program in program_files(&out_dir, args, &name) {
-                let _ = fs::write(link_record(&program), link_stamp(&added));
+            let files = program_files(&out_dir, args, &name);
+            for program in &files {
+                let _ = fs::write(link_record(program), link_stamp(&added));
+            }
+            if one_run && let Err(e) = record_linked(Path::new(&programs), &name, &files) {
+                eprintln!("error: [cargo offload] cannot record the program `{name}`: {e}");
+                return ExitCode::from(1);
             }
         }
         status
@@ -126,7 +133,6 @@ pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
     }
     if one_run || !rlink.is_file() || stale(&rlink, &out_dir, &name, args) {
         if one_run {
-            let programs = std::env::var(env::HOST_PROGRAMS).unwrap_or_default();
             if let Err(e) = record_program(Path::new(&programs), &name, args) {
                 eprintln!("error: [cargo offload] cannot record the program `{name}`: {e}");
                 return ExitCode::from(1);
@@ -182,6 +188,19 @@ fn record_program(programs: &Path, name: &str, args: &[String]) -> std::io::Resu
     let test = args.iter().any(|a| a == "--test");
     fs::create_dir_all(programs)?;
     fs::write(programs.join(name), format!("{}\n{test}\n", source.display()))
+}
+
+/// Adds to the record of crate `name` in `programs` (a folder, [`env::HOST_PROGRAMS`]) the
+/// program `files` that the one run linked, a line `linked <path>` each
+/// ([`crate::passes`] removes them if the build then fails).
+fn record_linked(programs: &Path, name: &str, files: &[PathBuf]) -> std::io::Result<()> {
+    use std::io::Write;
+    fs::create_dir_all(programs)?;
+    let mut record = fs::File::options().append(true).create(true).open(programs.join(name))?;
+    for file in files {
+        writeln!(record, "linked {}", file.display())?;
+    }
+    Ok(())
 }
 
 /// The source file among rustc's `args`: the one argument that ends in `.rs` and is no flag's

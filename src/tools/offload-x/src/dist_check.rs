@@ -2,8 +2,9 @@
 //! it, outside the sysroot.
 //!
 //! The tarball of `./x.py dist` (built once per toolchain, [`crate::dist::ensure`]) is unpacked
-//! by the unprivileged user `nobody` (uid 65534) into a new folder (created by this check; one
-//! that exists already is an error, not reused), linked with rustup into
+//! by the unprivileged user `nobody` (uid 65534; run without root, `./x.py` runs it as its own
+//! user) into a new folder (created by this check; one that exists already is an error, not
+//! reused), linked with rustup into
 //! a fresh `RUSTUP_HOME` (`rustup toolchain link offload`), and used with rustup's proxies on
 //! the workspace `src/tools/offload-x/dist-check` (a kernel library with a generic kernel, a
 //! program with a build script and a registry crate from a vendored source):
@@ -44,7 +45,8 @@ const FORBIDDEN: &str = "unshare,setns,chroot,pivot_root,mount,umount2,fsopen,fs
 /// The system calls that make processes, traced for the namespace flags they must not have.
 const CLONES: &str = "clone,clone3";
 
-/// The steps, each `name: command`, run in order in the workspace by `sh` as `nobody`; each
+/// The steps, each `name: command`, run in order in the workspace by `sh` as `nobody` (or the
+/// user without root); each
 /// writes `<name>.out`, `<name>.err` and `<name>.status` into the check's folder.
 const STEPS: [(&str, &str); 6] = [
     ("rustc", "rustc +offload -vV"),
@@ -95,15 +97,27 @@ fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
         ));
     }
     fs::write(work.join("check.sh"), script).map_err(|e| io(&work, e))?;
-    shell(&format!("chown -R {NOBODY}:{NOBODY} {}", quote(&work)))?;
+    // Without root there is no other user to become: the check runs as this user, who (unlike
+    // `nobody`) can read the build cache, so it no longer shows that the toolchain needs none
+    // of the sysroot's files; the traced calls are checked the same.
+    let privileged = crate::sysroot::privileged();
+    let who = if privileged { format!("uid {NOBODY}") } else { "this user".to_string() };
+    if privileged {
+        shell(&format!("chown -R {NOBODY}:{NOBODY} {}", quote(&work)))?;
+    }
     let trace = work.join("strace.log");
     let path = format!("{}:/usr/bin:/bin", work.join("bin").display());
-    let status = Command::new("strace")
+    let mut strace = Command::new("strace");
+    strace
         .args(["-f", "-qq", "-e", "signal=none", "-e", &format!("trace={FORBIDDEN},{CLONES}")])
         .arg("-o")
-        .arg(&trace)
-        .args(["setpriv", &format!("--reuid={NOBODY}"), &format!("--regid={NOBODY}")])
-        .args(["--clear-groups", "env", "-i"])
+        .arg(&trace);
+    if privileged {
+        strace.args(["setpriv", &format!("--reuid={NOBODY}"), &format!("--regid={NOBODY}")]);
+        strace.arg("--clear-groups");
+    }
+    let status = strace
+        .args(["env", "-i"])
         .arg(format!("HOME={}", work.display()))
         .arg(format!("RUSTUP_HOME={}", work.join(".rustup").display()))
         .arg(format!("CARGO_HOME={}", work.join(".cargo").display()))
@@ -119,7 +133,7 @@ fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
         return fail(
             STEP,
             format!(
-                "unpacking or linking the toolchain as uid {NOBODY} failed ({status}):\n{}",
+                "unpacking or linking the toolchain as {who} failed ({status}):\n{}",
                 read("link.err")
             ),
         );
@@ -145,7 +159,7 @@ fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
             return fail(
                 STEP,
                 format!(
-                    "as uid {NOBODY}, `{command}` exited with {} and printed no {missing:?}\n\
+                    "as {who}, `{command}` exited with {} and printed no {missing:?}\n\
                      --- stdout\n{out}--- stderr\n{}",
                     status.trim(),
                     crate::ui::tail(err.as_bytes(), 30)
@@ -155,7 +169,7 @@ fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
     }
     let program = work.join("ws/target/offload/host/x86_64-unknown-linux-gnu/release/app");
     check_loader(&program, &work.join("rust-offload"))?;
-    say(STEP, format!("as uid {NOBODY}: {}", read("rustc.out").lines().next().unwrap_or("")));
+    say(STEP, format!("as {who}: {}", read("rustc.out").lines().next().unwrap_or("")));
     say(STEP, format!("no {FORBIDDEN} call, no clone into a new namespace (strace -f)"));
     Ok(())
 }
@@ -227,7 +241,7 @@ fn check_loader(program: &Path, toolchain: &Path) -> Result<()> {
 }
 
 /// The rustup of this machine's user, which the check copies for `nobody` (whose home has
-/// none).
+/// none), and for a user without root into the check's own home.
 fn home_rustup() -> Result<PathBuf> {
     let home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)

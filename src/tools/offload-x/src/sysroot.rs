@@ -1,10 +1,16 @@
 //! `[SYSROOT]`: the Debian trixie root that provides LLVM 22, and how commands enter it.
 //!
 //! The machine runs an older Debian whose LLVM is too old for rustc 1.95, so the build runs in
-//! a trixie root made by `debootstrap`. Each command enters it in a private mount namespace
-//! (`unshare --mount --propagation private`): the bind mounts it needs (the cache, the stage-0
-//! toolchain, `/tmp`, the caller's directories) exist only for that command and vanish with
-//! it, so nothing outlives a killed build.
+//! a trixie root. Each command enters it in a private mount namespace (`unshare --mount
+//! --propagation private`): the bind mounts it needs (the cache, the stage-0 toolchain, `/tmp`,
+//! the caller's directories) exist only for that command and vanish with it, so nothing
+//! outlives a killed build.
+//!
+//! As root, `debootstrap` makes the root. As any other user ([`privileged`] is false),
+//! `mmdebstrap --mode=unshare` makes it as a tarball (in a user namespace that maps the user's
+//! subordinate ids, `/etc/subuid` and `/etc/subgid`), which the user unpacks, so that every
+//! file of it is the user's; each command then enters it in a user namespace too (`unshare
+//! --user --map-root-user`), where the user is root and so owns the root's files.
 
 use std::ffi::OsString;
 use std::fs;
@@ -20,15 +26,35 @@ const STEP: &str = "SYSROOT";
 
 /// Makes the sysroot unless its completion stamp exists. A half-made one (`sysroot.tmp`, left
 /// by an interrupted run) is discarded and made again. A complete one made before a package
-/// joined `SYSROOT_PACKAGES` gets the packages its stamp does not list, with `apt-get` inside it.
+/// joined `SYSROOT_PACKAGES` gets the packages its stamp does not list, with `apt-get` inside it
+/// as root, and is made again without root.
 pub fn ensure(cache: &Cache) -> Result<()> {
     if let Ok(stamp) = fs::read_to_string(cache.sysroot_stamp()) {
-        return install_missing(cache, &stamp);
+        if privileged() {
+            return install_missing(cache, &stamp);
+        }
+        owned_by_this_user(cache)?;
+        if !missing_packages(&stamp).is_empty() {
+            // `apt-get` cannot install into it in a user namespace that maps one user.
+            unprivileged_tools()?;
+            say(STEP, "the sysroot lacks packages that the build needs: making it again");
+            fs::remove_file(cache.sysroot_stamp()).map_err(|e| Failure {
+                step: STEP,
+                message: format!("{}: {e}", cache.sysroot_stamp().display()),
+            })?;
+        } else {
+            return Ok(());
+        }
+    }
+    if !privileged() {
+        // Before anything of an earlier sysroot goes.
+        unprivileged_tools()?;
     }
     let tmp = cache.root.join("sysroot.tmp");
+    // Without root, a folder unpacked read-only (`0555`) cannot be emptied.
     let io = |e: std::io::Error, what: &Path| Failure {
         step: STEP,
-        message: format!("{}: {e}", what.display()),
+        message: format!("{}: {e} (a folder in it read-only? `chmod -R u+w` it)", what.display()),
     };
     if tmp.exists() {
         say(STEP, format!("discarding the half-made {}", tmp.display()));
@@ -41,6 +67,18 @@ pub fn ensure(cache: &Cache) -> Result<()> {
         );
         fs::remove_dir_all(cache.sysroot()).map_err(|e| io(e, &cache.sysroot()))?;
     }
+    let Some(mirror) = apt_mirrors(Path::new("/etc/apt")).into_iter().next() else {
+        return fail(
+            STEP,
+            "no Debian mirror in /etc/apt/sources.list{,.d}: cannot make the sysroot",
+        );
+    };
+    if !privileged() {
+        make_unprivileged(cache, &tmp, &mirror)?;
+        fs::rename(&tmp, cache.sysroot()).map_err(|e| io(e, &tmp))?;
+        return fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n"))
+            .map_err(|e| io(e, &cache.sysroot_stamp()));
+    }
     if Command::new("debootstrap").arg("--version").output().is_err() {
         let timer = Timer::start(STEP, "installing debootstrap with apt-get");
         run_inherited(STEP, Command::new("apt-get").args(["install", "-y", "-q", "debootstrap"]))
@@ -50,12 +88,6 @@ pub fn ensure(cache: &Cache) -> Result<()> {
         })?;
         timer.done();
     }
-    let Some(mirror) = apt_mirrors(Path::new("/etc/apt")).into_iter().next() else {
-        return fail(
-            STEP,
-            "no Debian mirror in /etc/apt/sources.list{,.d}: cannot run debootstrap",
-        );
-    };
     let timer = Timer::start(
         STEP,
         format!(
@@ -83,11 +115,122 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     Ok(())
 }
 
+/// The effective user id of `./x.py` (the second field of `Uid:` in `/proc/self/status`);
+/// `None` if it cannot be read.
+fn effective_uid() -> Option<u32> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether `./x.py` runs as root (effective user id 0).
+pub fn privileged() -> bool {
+    effective_uid() == Some(0)
+}
+
+/// Fails unless the sysroot's folder belongs to this user, as it does when this user made it
+/// without root: in the user namespace, the files of one that root made are nobody's, and the
+/// build would fail deep inside.
+fn owned_by_this_user(cache: &Cache) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let owner = fs::metadata(cache.sysroot()).map(|m| m.uid()).ok();
+    if owner.is_some() && owner != effective_uid() {
+        return fail(
+            STEP,
+            format!(
+                "{} was made by another user (root?): remove it as that user, or set \
+                 OFFLOAD_FORK_CACHE to a folder of your own",
+                cache.sysroot().display()
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// What making the sysroot without root needs, which the errors name.
+const UNPRIVILEGED_NEEDS: &str = "making the sysroot without root needs `mmdebstrap` and \
+    `newuidmap` (Debian packages mmdebstrap and uidmap), a subordinate id range of this user by \
+    name in /etc/subuid and /etc/subgid (`usermod --add-subuids 100000-165535 --add-subgids \
+    100000-165535 USER`, as root) and unprivileged user namespaces; or ./x.py run as root";
+
+/// Fails, saying what is missing, unless `mmdebstrap`, `newuidmap` and a subordinate id range
+/// of this user (a line `NAME:start:count` in `/etc/subuid` and `/etc/subgid`, which is how
+/// `mmdebstrap` looks it up) are there.
+fn unprivileged_tools() -> Result<()> {
+    for tool in ["mmdebstrap", "newuidmap"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            return fail(STEP, format!("`{tool}` is not installed: {UNPRIVILEGED_NEEDS}"));
+        }
+    }
+    let user = Command::new("id").arg("-un").output().ok().filter(|o| o.status.success());
+    let Some(user) = user.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()) else {
+        return fail(STEP, format!("`id -un` names no user: {UNPRIVILEGED_NEEDS}"));
+    };
+    let ranged = |file: &str| {
+        let text = fs::read_to_string(file).unwrap_or_default();
+        text.lines().any(|l| l.split(':').next() == Some(user.as_str()))
+    };
+    if !ranged("/etc/subuid") || !ranged("/etc/subgid") {
+        return fail(STEP, format!("`{user}` has no subordinate id range: {UNPRIVILEGED_NEEDS}"));
+    }
+    Ok(())
+}
+
+/// Makes the sysroot in `tmp` (a path that does not exist) without root: `mmdebstrap
+/// --mode=unshare` writes it as a tarball from `mirror`, and `tar` unpacks it as the user, so
+/// that its files are the user's (its device nodes are left out: `/dev` is the machine's,
+/// bound when a command enters). [`unprivileged_tools`] checked what it needs. `mmdebstrap`
+/// builds the root in `$TMPDIR` (`/tmp`) first: about 2 GB there.
+fn make_unprivileged(cache: &Cache, tmp: &Path, mirror: &str) -> Result<()> {
+    let tarball = cache.root.join("sysroot.tar");
+    let timer = Timer::start(
+        STEP,
+        format!(
+            "mmdebstrap {SYSROOT_SUITE} with LLVM 22 into {}, without root (about 3 minutes)",
+            tmp.display()
+        ),
+    );
+    let made = run_inherited(
+        STEP,
+        Command::new("mmdebstrap")
+            .args(["--mode=unshare", "--variant=minbase", "--format=tar"])
+            .arg(format!("--include={}", SYSROOT_PACKAGES.join(",")))
+            .arg(SYSROOT_SUITE)
+            .arg(&tarball)
+            .arg(mirror),
+    )
+    .map_err(|f| Failure {
+        step: STEP,
+        message: format!(
+            "{}; {UNPRIVILEGED_NEEDS}; check the network to the package registry and the space \
+             in $TMPDIR",
+            f.message
+        ),
+    })
+    .and_then(|()| {
+        fs::create_dir(tmp)
+            .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", tmp.display()) })?;
+        let mut tar = Command::new("tar");
+        tar.arg("-C").arg(tmp).arg("-xf").arg(&tarball).arg("--exclude=./dev/*");
+        run_inherited(STEP, &mut tar)
+    });
+    // Also when making or unpacking it failed.
+    let _ = fs::remove_file(&tarball);
+    made?;
+    timer.done();
+    Ok(())
+}
+
+/// The `SYSROOT_PACKAGES` that `stamp` (the completion stamp's text, one package per line) does
+/// not list.
+fn missing_packages(stamp: &str) -> Vec<&'static str> {
+    SYSROOT_PACKAGES.iter().copied().filter(|p| !stamp.lines().any(|l| l == *p)).collect()
+}
+
 /// Installs the `SYSROOT_PACKAGES` that `stamp` (the completion stamp's text, one package per
 /// line) does not list, then rewrites the stamp.
 fn install_missing(cache: &Cache, stamp: &str) -> Result<()> {
-    let missing: Vec<&str> =
-        SYSROOT_PACKAGES.iter().copied().filter(|p| !stamp.lines().any(|l| l == *p)).collect();
+    let missing = missing_packages(stamp);
     if missing.is_empty() {
         return Ok(());
     }
@@ -254,7 +397,9 @@ impl Enter {
                 let _ = fs::write(&inside, &bundle);
             }
         }
-        let mut script = String::from("set -e\nR=\"$1\"; shift\n");
+        // `chroot` is in `/usr/sbin`, which a user's `PATH` may lack.
+        let mut script =
+            String::from("set -e\nPATH=\"/usr/sbin:/usr/bin:/sbin:/bin:$PATH\"\nR=\"$1\"; shift\n");
         for special in ["proc", "dev", "sys"] {
             script.push_str(&format!("mount --rbind /{special} \"$R/{special}\"\n"));
         }
@@ -269,6 +414,11 @@ impl Enter {
         script.push_str("cd=\"$1\"; shift\nexec chroot \"$R\" /usr/bin/env -i \"$@\"\n");
         // `env -i K=V ... sh -c 'cd DIR && exec PROG ARGS'`
         let mut cmd = Command::new("unshare");
+        if !privileged() {
+            // The user is root there, and owner of the sysroot's files (see the module's
+            // documentation); mounts need a user namespace of its own.
+            cmd.args(["--user", "--map-root-user"]);
+        }
         cmd.args(["--mount", "--propagation", "private", "sh", "-c", &script, "enter"]);
         cmd.arg(&root).arg(&self.cwd);
         for (k, v) in &self.env {
