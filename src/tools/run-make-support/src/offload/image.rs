@@ -274,7 +274,10 @@ pub fn offload_entries(object: &Path) -> BTreeSet<String> {
 
 /// The instructions of each kernel (`_offload_kernel_*`) in the device image `image` (a code
 /// object or shared object), disassembled by `objdump` (an `llvm-objdump`), without addresses
-/// and comments, by symbol.
+/// and comments, by symbol. The offset that an amdgcn `s_add_u32` adds to the address
+/// `s_getpc_b64` just read is written `<pc-relative>`: it is where the linker put the data the
+/// kernel reads, which moves with the other data of the image (the two `core`s' constants, in
+/// an order that their symbol hashes decide), not a difference of the kernel's code.
 pub fn kernel_instructions(objdump: &Path, image: &Path) -> BTreeMap<String, Vec<String>> {
     let text = cmd(objdump).args(["-d", "--no-show-raw-insn"]).arg(image).run().stdout_utf8();
     let mut kernels: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -291,9 +294,18 @@ pub fn kernel_instructions(objdump: &Path, image: &Path) -> BTreeMap<String, Vec
             _ => line,
         };
         let insn = insn.split("//").next().unwrap().trim();
-        if !insn.is_empty() {
-            kernels.entry(kernel.clone()).or_default().push(insn.to_string());
+        if insn.is_empty() {
+            continue;
         }
+        let insns = kernels.entry(kernel.clone()).or_default();
+        let after_getpc = insns.last().is_some_and(|last| last.starts_with("s_getpc_b64"));
+        let insn = match insn.rsplit_once(", ") {
+            Some((operands, _)) if after_getpc && insn.starts_with("s_add_u32 ") => {
+                format!("{operands}, <pc-relative>")
+            }
+            _ => insn.to_string(),
+        };
+        insns.push(insn);
     }
     kernels
 }
