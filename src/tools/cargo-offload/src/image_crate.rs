@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use offload_manifest_format::{Kernel, Manifest};
+use offload_manifest_format::{GenericArg, Kernel, Manifest, Ty};
 use serde_json::Value;
 
 use crate::args::Arch;
@@ -280,7 +280,9 @@ fn write_image_crate<'a>(
 
 /// The crates that define `kernel`, an entry of `manifest`: libraries of the workspace or of its
 /// dependencies (which the image crate depends on) or programs ([`Workspace::programs`], which
-/// build the image themselves). That is the crate that defines it; for a kernel declared in an
+/// build the image themselves). That is the crate that defines it, with the crates that define
+/// the types of its generic arguments ([`type_crates`]: `kern::scale::<app_lib::Pixel>` needs
+/// `app_lib`, whose type and trait impls the device pass must see); for a kernel declared in an
 /// `extern` block (the 1.95 style, named by its link name), the crates of the workspace and its
 /// dependencies that the compiler saw remove an item of that name by `cfg` in their host build
 /// (the entry's `defined_in`), else the libraries that launch it, else every library of the
@@ -290,26 +292,16 @@ fn write_image_crate<'a>(
 fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result<Vec<String>> {
     let text = &kernel.kernel;
     if let Some(krate) = kernel.defining_crate() {
-        if let Some(ids) = ws.ambiguous.get(krate) {
-            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-            return fail(format!(
-                "kernel `{text}` is defined in crate `{krate}`, and two or more packages of the \
-                 build have a library of that name (`{}`): the device images can hold the \
-                 kernels of one of them; make the build use one (`cargo tree -i {}` shows who \
-                 pulls in each)",
-                ids.join("`, `"),
-                ws.libraries[krate].package
-            ));
+        known_crate(ws, text, krate, "is defined in crate")?;
+        let mut crates = vec![krate.to_string()];
+        for ty_crate in type_crates(kernel.args.as_deref().unwrap_or_default()) {
+            // The sysroot's crates are in every device pass's graph already.
+            if ty_crate != krate && !matches!(ty_crate, "core" | "alloc" | "std") {
+                known_crate(ws, text, ty_crate, "has a generic argument of a type of crate")?;
+                crates.push(ty_crate.to_string());
+            }
         }
-        if !ws.libraries.contains_key(krate) && !ws.programs.contains_key(krate) {
-            return fail(format!(
-                "kernel `{text}` is defined in crate `{krate}`, which is neither a crate of this \
-                 workspace ({}) nor a library that its host build compiled: cargo offload builds \
-                 the device images from the crates of the workspace and of its dependencies",
-                ws.root.display()
-            ));
-        }
-        return Ok(vec![krate.to_string()]);
+        return Ok(crates);
     }
     let known = |c: &&String| ws.libraries.contains_key(*c) || ws.programs.contains_key(*c);
     let defined_in: Vec<String> =
@@ -340,6 +332,65 @@ fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result
         ));
     }
     Ok(crates)
+}
+
+/// Checks that crate `krate`, which kernel `text` needs (`role`: "is defined in crate", or
+/// "has a generic argument of a type of crate"), is one that a device pass can build: a library
+/// of the workspace or of its dependencies ([`Workspace::libraries`]) or a program of the
+/// workspace, and that only one package of the build has a library of that name
+/// ([`Workspace::ambiguous`]). Errors name the kernel, the crate and the packages.
+fn known_crate(ws: &Workspace, text: &str, krate: &str, role: &str) -> Result<()> {
+    if let Some(ids) = ws.ambiguous.get(krate) {
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        return fail(format!(
+            "kernel `{text}` {role} `{krate}`, and two or more packages of the build have a \
+             library of that name (`{}`): the device images can hold the kernels of one of \
+             them; make the build use one (`cargo tree -i {}` shows who pulls in each)",
+            ids.join("`, `"),
+            ws.libraries[krate].package
+        ));
+    }
+    if !ws.libraries.contains_key(krate) && !ws.programs.contains_key(krate) {
+        return fail(format!(
+            "kernel `{text}` {role} `{krate}`, which is neither a crate of this workspace ({}) \
+             nor a library that its host build compiled: cargo offload builds the device images \
+             from the crates of the workspace and of its dependencies",
+            ws.root.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The crates of the ADTs in the generic arguments `args` of a kernel instance, at any depth
+/// (`Option<lib::Pixel>`, `&[(lib::Pixel, other::Tag)]`), in the order of their first
+/// appearance. The manifest names each ADT by its crate (`ItemPath::krate`); the device pass
+/// resolves it by its `DefPathHash`, which needs that crate in its graph.
+fn type_crates(args: &[GenericArg]) -> Vec<&str> {
+    fn walk<'a>(ty: &'a Ty, out: &mut Vec<&'a str>) {
+        match ty {
+            Ty::Adt(item, args) => {
+                if !out.contains(&item.krate.as_str()) {
+                    out.push(&item.krate);
+                }
+                args_of(args, out);
+            }
+            Ty::Ref { ty, .. } | Ty::Ptr { ty, .. } | Ty::Array(ty, _) | Ty::Slice(ty) => {
+                walk(ty, out)
+            }
+            Ty::Tuple(tys) => tys.iter().for_each(|ty| walk(ty, out)),
+            Ty::Bool | Ty::Char | Ty::Str | Ty::Never | Ty::Num(_) => {}
+        }
+    }
+    fn args_of<'a>(args: &'a [GenericArg], out: &mut Vec<&'a str>) {
+        for arg in args {
+            if let GenericArg::Type(ty) = arg {
+                walk(ty, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    args_of(args, &mut out);
+    out
 }
 
 /// The features that cargo resolved for each library (of the workspace or of a dependency,
@@ -571,6 +622,61 @@ mod tests {
             Some(vec!["host_only".to_string()])
         );
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The ADT `krate::T<args>` as a generic argument.
+    fn adt(krate: &str, args: Vec<GenericArg>) -> Ty {
+        let item =
+            ItemPath { krate: krate.to_string(), crate_source: "0".repeat(16), path: Vec::new() };
+        Ty::Adt(item, args)
+    }
+
+    #[test]
+    fn a_kernels_type_arguments_bring_their_crates() {
+        let ws = with_dependencies(workspace(&["kern", "pixels", "tags"]));
+        let manifest = manifest_of("app", &["app", "kern", "pixels", "tags", "core"], Vec::new());
+        let mut scale = kernel("kern::scale::<...>", Some("kern"), &["pixels"]);
+        // `&[(Option<pixels::Pixel<tags::Tag>>, [kern::Own; 2])]`, `u32` and
+        // `core::num::Wrapping<f32>`.
+        let nested = adt(
+            "core",
+            vec![GenericArg::Type(adt(
+                "pixels",
+                vec![GenericArg::Type(adt("tags", vec![GenericArg::Lifetime]))],
+            ))],
+        );
+        let own = Ty::Array(Box::new(adt("kern", Vec::new())), 2);
+        let slice = Ty::Slice(Box::new(Ty::Tuple(vec![nested, own])));
+        scale.args = Some(vec![
+            GenericArg::Type(Ty::Ref { mutable: false, ty: Box::new(slice) }),
+            GenericArg::Type(Ty::Num("u32".to_string())),
+            GenericArg::Type(adt("core", vec![GenericArg::Type(Ty::Num("f32".to_string()))])),
+        ]);
+        assert_eq!(
+            kernel_crates(&ws, &manifest, &scale).ok(),
+            Some(strings(&["kern", "pixels", "tags"])),
+            "the kernel's crate, then its arguments' crates, each once, no sysroot crate"
+        );
+        // A type of a program: the program builds the image (`image_builder`).
+        scale.args = Some(vec![GenericArg::Type(Ty::Ptr {
+            mutable: true,
+            ty: Box::new(adt("app", Vec::new())),
+        })]);
+        assert_eq!(kernel_crates(&ws, &manifest, &scale).ok(), Some(strings(&["kern", "app"])));
+        for (krate, says) in [
+            ("far", "`far`, which is neither a crate of this workspace"),
+            ("twice", "`cargo tree -i twice`"),
+        ] {
+            scale.args = Some(vec![GenericArg::Type(adt(krate, Vec::new()))]);
+            let Err(Failure(message, 1)) = kernel_crates(&ws, &manifest, &scale) else {
+                panic!("a type argument of crate `{krate}` accepted")
+            };
+            assert!(
+                message.contains("kernel `kern::scale::<...>` has a generic argument of a type")
+                    && message.contains(says),
+                "{message}"
+            );
+        }
     }
 
     /// The cases of where a launched kernel is defined (a library, a path or registry dependency,
