@@ -434,8 +434,6 @@ struct Build<'a> {
     images_dir: PathBuf,
     /// The profile folder (`debug`, `release`, ...) of the user's cargo args.
     profile: String,
-    /// The user's `RUSTFLAGS`, which the host passes keep.
-    user_rustflags: String,
     /// `--check-cfg` of [`DEVICE_CFG`], so that a crate may test it without a warning.
     check_cfg: String,
 }
@@ -466,7 +464,6 @@ impl<'a> Build<'a> {
             manifests,
             images_dir,
             profile: profile_dir(&inv.cargo_args),
-            user_rustflags: std::env::var("RUSTFLAGS").unwrap_or_default(),
             check_cfg: format!("--check-cfg=cfg({DEVICE_CFG})"),
         })
     }
@@ -476,7 +473,10 @@ impl<'a> Build<'a> {
     /// toolchain's library folder on `LD_LIBRARY_PATH`, whose copy of `libomp` the runtime would
     /// then load a second time beside the program's own), with `cargo-offload` as
     /// `RUSTC_WRAPPER` ([`crate::wrapper::wrap_host_rustc`]). Both runs have the same flags, so
-    /// that the second finds fresh what the first compiled.
+    /// that the second finds fresh what the first compiled. The user's flags reach the host
+    /// crates as they reach plain `cargo build`'s (`RUSTFLAGS`, or else
+    /// `target.<triple>.rustflags`, or else `build.rustflags` of `.cargo/config.toml`): cargo
+    /// picks them, and the wrapper adds the offload flags.
     fn host_command(&self) -> Result<Command> {
         let (inv, host) = (self.inv, &self.host);
         let mut cmd =
@@ -491,8 +491,7 @@ impl<'a> Build<'a> {
             .env("RUSTC_WRAPPER", current_exe()?)
             .env(env::HOST_METADATA_DIR, &self.manifests)
             .env(env::HOST_IMAGE, self.images_dir.join("host.out"))
-            .env(env::HOST_PROGRAMS, self.programs_dir())
-            .env("RUSTFLAGS", format!("{} {}", self.user_rustflags, self.check_cfg).trim());
+            .env(env::HOST_PROGRAMS, self.programs_dir());
         Ok(cmd)
     }
 

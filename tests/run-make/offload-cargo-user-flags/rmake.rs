@@ -1,0 +1,91 @@
+//! The user's rustc flags reach the host crates of `cargo offload` as they reach plain `cargo
+//! build`'s (scenario S35 of `src/doc/scenarios.md`): `build.rustflags` of the workspace's
+//! `.cargo/config.toml`, and `RUSTFLAGS`, which takes its place when set (cargo's order). The
+//! program prints which of two `cfg`s its host build saw and launches a kernel, whose crate
+//! tests `offload_device` without a warning (the host pass's `--check-cfg`, which the user's
+//! flags do not replace).
+
+//@ only-x86_64
+//@ needs-offload
+
+use std::path::Path;
+
+use run_make_support::offload::{cargo_offload, cargo_offload_with, package_manifest};
+use run_make_support::{CompletedProcess, cwd, rfs};
+
+const KERNELS: &str = r#"#![feature(gpu_offload)]
+#![no_std]
+
+use core::offload::{block_dim_x, block_idx_x, offload_kernel, thread_idx_x};
+
+/// Where this build of the crate runs.
+#[cfg(not(offload_device))]
+pub const BUILT_FOR: &str = "host";
+
+#[offload_kernel]
+pub fn add_one(y: &mut [u32]) {
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+    if i < y.len() {
+        y[i] += 1;
+    }
+}
+"#;
+
+const APP: &str = r#"#![feature(gpu_offload)]
+
+fn main() {
+    let mut y = vec![41u32; 256];
+    core::offload::offload! {
+        kernel = kernels::add_one,
+        workgroup_dim = [4, 1, 1],
+        thread_dim = [64, 1, 1],
+        args = (&mut y[..],),
+    }
+    let right = y.iter().filter(|v| **v == 42).count();
+    println!(
+        "{} config={} env={} right={right}",
+        kernels::BUILT_FOR,
+        cfg!(from_config),
+        cfg!(from_env)
+    );
+}
+"#;
+
+/// The `--check-cfg` of the two `cfg`s, in both places that set one.
+const CHECK: &str = "--check-cfg=cfg(from_config,from_env)";
+
+/// Asserts that `run` printed `line` and warned of no unexpected `cfg`.
+fn check(run: &CompletedProcess, line: &str) {
+    let stderr = run.stderr_utf8();
+    assert_eq!(run.stdout_utf8().trim(), line, "{stderr}");
+    assert!(!stderr.contains("unexpected `cfg` condition"), "{stderr}");
+}
+
+fn main() {
+    let ws = cwd().join("ws");
+    for krate in ["kernels", "app"] {
+        rfs::create_dir_all(ws.join(krate).join("src"));
+    }
+    rfs::create_dir_all(ws.join(".cargo"));
+    rfs::write(
+        ws.join(".cargo/config.toml"),
+        format!("[build]\nrustflags = [\"--cfg\", \"from_config\", \"{CHECK}\"]\n"),
+    );
+    rfs::write(
+        ws.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"kernels\", \"app\"]\nresolver = \"3\"\n",
+    );
+    rfs::write(ws.join("kernels/Cargo.toml"), package_manifest("kernels", ""));
+    rfs::write(ws.join("kernels/src/lib.rs"), KERNELS);
+    rfs::write(
+        ws.join("app/Cargo.toml"),
+        package_manifest("app", "kernels = { path = \"../kernels\" }\n"),
+    );
+    rfs::write(ws.join("app/src/main.rs"), APP);
+
+    let run = ["run", "--offload-arch=host"];
+    check(&cargo_offload(&ws, &run), "host config=true env=false right=256");
+    let rustflags = format!("--cfg from_env {CHECK}");
+    let with_env = cargo_offload_with(&ws, &run, &[("RUSTFLAGS", Path::new(&rustflags))]);
+    check(&with_env, "host config=false env=true right=256");
+}
