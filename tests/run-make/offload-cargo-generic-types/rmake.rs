@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use run_make_support::offload::{
-    cargo_offload, code_object_kernels, cubin_kernels, package_manifest,
+    cargo_offload, code_object_kernels, cubin_kernels, write_workspace,
 };
 use run_make_support::{cwd, rfs};
 
@@ -118,28 +118,19 @@ fn gpu_instances(ws: &Path) -> (usize, usize) {
 
 fn main() {
     let ws = cwd().join("ws");
-    for krate in ["kernels", "pixels", "app"] {
-        rfs::create_dir_all(ws.join(krate).join("src"));
-    }
-    rfs::write(
-        ws.join("Cargo.toml"),
-        "[workspace]\nmembers = [\"kernels\", \"pixels\", \"app\"]\nresolver = \"3\"\n",
+    write_workspace(
+        &ws,
+        &[
+            ("kernels", "", "lib.rs", KERNELS),
+            ("pixels", "kernels = { path = \"../kernels\" }\n", "lib.rs", PIXELS),
+            (
+                "app",
+                "kernels = { path = \"../kernels\" }\npixels = { path = \"../pixels\" }\n",
+                "main.rs",
+                APP,
+            ),
+        ],
     );
-    rfs::write(ws.join("kernels/Cargo.toml"), package_manifest("kernels", ""));
-    rfs::write(ws.join("kernels/src/lib.rs"), KERNELS);
-    rfs::write(
-        ws.join("pixels/Cargo.toml"),
-        package_manifest("pixels", "kernels = { path = \"../kernels\" }\n"),
-    );
-    rfs::write(ws.join("pixels/src/lib.rs"), PIXELS);
-    rfs::write(
-        ws.join("app/Cargo.toml"),
-        package_manifest(
-            "app",
-            "kernels = { path = \"../kernels\" }\npixels = { path = \"../pixels\" }\n",
-        ),
-    );
-    rfs::write(ws.join("app/src/main.rs"), APP);
 
     let run = || cargo_offload(&ws, &["run", "--offload-arch=host"]);
     let first = run();

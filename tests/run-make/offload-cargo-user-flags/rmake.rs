@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use run_make_support::offload::{cargo_offload, cargo_offload_with, package_manifest};
+use run_make_support::offload::{cargo_offload, cargo_offload_with, write_workspace};
 use run_make_support::{CompletedProcess, cwd, rfs};
 
 const KERNELS: &str = r#"#![feature(gpu_offload)]
@@ -63,25 +63,18 @@ fn check(run: &CompletedProcess, line: &str) {
 
 fn main() {
     let ws = cwd().join("ws");
-    for krate in ["kernels", "app"] {
-        rfs::create_dir_all(ws.join(krate).join("src"));
-    }
+    write_workspace(
+        &ws,
+        &[
+            ("kernels", "", "lib.rs", KERNELS),
+            ("app", "kernels = { path = \"../kernels\" }\n", "main.rs", APP),
+        ],
+    );
     rfs::create_dir_all(ws.join(".cargo"));
     rfs::write(
         ws.join(".cargo/config.toml"),
         format!("[build]\nrustflags = [\"--cfg\", \"from_config\", \"{CHECK}\"]\n"),
     );
-    rfs::write(
-        ws.join("Cargo.toml"),
-        "[workspace]\nmembers = [\"kernels\", \"app\"]\nresolver = \"3\"\n",
-    );
-    rfs::write(ws.join("kernels/Cargo.toml"), package_manifest("kernels", ""));
-    rfs::write(ws.join("kernels/src/lib.rs"), KERNELS);
-    rfs::write(
-        ws.join("app/Cargo.toml"),
-        package_manifest("app", "kernels = { path = \"../kernels\" }\n"),
-    );
-    rfs::write(ws.join("app/src/main.rs"), APP);
 
     let run = ["run", "--offload-arch=host"];
     check(&cargo_offload(&ws, &run), "host config=true env=false right=256");

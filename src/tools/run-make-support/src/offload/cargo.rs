@@ -72,6 +72,28 @@ pub fn package_manifest(name: &str, dependencies: &str) -> String {
     )
 }
 
+/// A package of a test workspace ([`write_workspace`]): its name, its `[dependencies]` lines
+/// (each ending in a newline), and its one source file, by its path under `src/` (`lib.rs`,
+/// `main.rs`) and its text.
+pub type Member<'a> = (&'a str, &'a str, &'a str, &'a str);
+
+/// Writes a workspace into the folder `ws`: a `Cargo.toml` (resolver 3) whose members are
+/// `members`, each a package folder of that name with its `Cargo.toml` ([`package_manifest`])
+/// and its source file.
+pub fn write_workspace(ws: &Path, members: &[Member<'_>]) {
+    let names: Vec<String> = members.iter().map(|(name, ..)| format!("\"{name}\"")).collect();
+    rfs::create_dir_all(ws);
+    rfs::write(
+        ws.join("Cargo.toml"),
+        format!("[workspace]\nmembers = [{}]\nresolver = \"3\"\n", names.join(", ")),
+    );
+    for (name, dependencies, file, text) in members {
+        rfs::create_dir_all(ws.join(name).join("src"));
+        rfs::write(ws.join(name).join("Cargo.toml"), package_manifest(name, dependencies));
+        rfs::write(ws.join(name).join("src").join(file), text);
+    }
+}
+
 /// Copies the folder `from` to `to`, without a `target/` folder.
 pub fn copy_dir(from: &Path, to: &Path) {
     rfs::create_dir_all(to);
