@@ -16,10 +16,10 @@ use crate::registration::{link_record, link_stamp};
 
 /// `RUSTC_WRAPPER` of the host build, which cargo runs twice over one target folder with the
 /// same flags, so that the second run finds fresh every crate that the first compiled (or once:
-/// see the end). Each
-/// crate compiled for the target (cargo passes `--target` to those, not to build scripts and
-/// proc macros) gets `-Zoffload=Host=<image>` (`image`: the path of [`env::HOST_IMAGE`]),
-/// `--check-cfg=cfg(offload_device)` and its own manifest, `<dir>/<crate name><extra filename>.json` (the host metadata pass, in the same
+/// see the end). Each crate compiled for the target (cargo passes `--target` to those, not to
+/// build scripts and proc macros) gets `-Zoffload=Host=<image>` (`image`: the path of
+/// [`env::HOST_IMAGE`]), `--check-cfg=cfg(offload_device)` and its own manifest,
+/// `<dir>/<crate name><extra filename>.json` (the host metadata pass, in the same
 /// compilation). The runs differ in what a program (an executable, a test, a `cdylib`) does:
 /// - the first ([`env::HOST_LINK`] unset) compiles it with `-Zno-link`: rustc writes its objects
 ///   and an `.rlink` file but no program, and an earlier program file is removed, so that cargo
