@@ -152,8 +152,9 @@ pub(crate) fn image_builder(
     if let Some(other) = programs.next() {
         return fail(format!(
             "kernels are defined in two programs of the workspace, `{krate}` and `{other}`: a \
-             program that defines kernels builds the device images itself, so build one at a \
-             time (`--bin NAME`, `--example NAME` or `-p PACKAGE`)"
+             program that defines a kernel, or a type that a launched kernel takes, builds the \
+             device images itself, so build one at a time (`--bin NAME`, `--example NAME` or \
+             `-p PACKAGE`)"
         ));
     }
     let program = &ws.programs[&krate];
@@ -171,8 +172,9 @@ pub(crate) fn image_builder(
             // Another program, a test or a bench of the build launches it.
             return fail(format!(
                 "the crate `{other}` launches the kernel `{}`, but the program `{krate}` \
-                 defines kernels and builds the device images, which serve only it: build one \
-                 program at a time (`--bin NAME`, `--example NAME` or `-p PACKAGE`)",
+                 defines kernels (or types that launched kernels take) and builds the device \
+                 images, which serve only it: build one program at a time (`--bin NAME`, \
+                 `--example NAME` or `-p PACKAGE`)",
                 kernel.kernel
             ));
         }
@@ -344,8 +346,8 @@ fn known_crate(ws: &Workspace, text: &str, krate: &str, role: &str) -> Result<()
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         return fail(format!(
             "kernel `{text}` {role} `{krate}`, and two or more packages of the build have a \
-             library of that name (`{}`): the device images can hold the kernels of one of \
-             them; make the build use one (`cargo tree -i {}` shows who pulls in each)",
+             library of that name (`{}`): the device passes can build one of them; make the \
+             build use one (`cargo tree -i {}` shows who pulls in each)",
             ids.join("`, `"),
             ws.libraries[krate].package
         ));
@@ -354,8 +356,13 @@ fn known_crate(ws: &Workspace, text: &str, krate: &str, role: &str) -> Result<()
         return fail(format!(
             "kernel `{text}` {role} `{krate}`, which is neither a crate of this workspace ({}) \
              nor a library that its host build compiled: cargo offload builds the device images \
-             from the crates of the workspace and of its dependencies",
-            ws.root.display()
+             from the libraries and programs of the workspace and of its dependencies{}",
+            ws.root.display(),
+            if role.starts_with("is defined") {
+                ""
+            } else {
+                " (a type defined in a test, a bench or a build script cannot be one)"
+            }
         ));
     }
     Ok(())
@@ -664,7 +671,13 @@ mod tests {
         })]);
         assert_eq!(kernel_crates(&ws, &manifest, &scale).ok(), Some(strings(&["kern", "app"])));
         for (krate, says) in [
-            ("far", "`far`, which is neither a crate of this workspace"),
+            (
+                "far",
+                "`far`, which is neither a crate of this workspace (/ws) nor a library that \
+                     its host build compiled: cargo offload builds the device images from the \
+                     libraries and programs of the workspace and of its dependencies (a type \
+                     defined in a test, a bench or a build script cannot be one)",
+            ),
             ("twice", "`cargo tree -i twice`"),
         ] {
             scale.args = Some(vec![GenericArg::Type(adt(krate, Vec::new()))]);

@@ -474,7 +474,7 @@ impl<'a> Build<'a> {
     /// then load a second time beside the program's own), with `cargo-offload` as
     /// `RUSTC_WRAPPER` ([`crate::wrapper::wrap_host_rustc`]). Both runs have the same flags, so
     /// that the second finds fresh what the first compiled. The user's flags reach the host
-    /// crates as they reach plain `cargo build`'s (`RUSTFLAGS`, or else
+    /// crates as they reach those of `cargo build --target <host>` (`RUSTFLAGS`, or else
     /// `target.<triple>.rustflags`, or else `build.rustflags` of `.cargo/config.toml`): cargo
     /// picks them, and the wrapper adds the offload flags.
     fn host_command(&self) -> Result<Command> {
