@@ -242,10 +242,14 @@ class EditLoop:
 
     def vendor_own_crates(self):
         """Replaces the workspace's directory source (the tree's vendored crates) by one that
-        holds only the crates of its lock file (`cargo vendor`, which resolves the lock file
-        from the tree's), as a registry user's cargo reads only those crates' index files."""
+        holds only the crates of its lock file, as a registry user's cargo reads only those
+        crates' index files. `cargo vendor` ignores the `[source]` table unless told to respect
+        it: `--respect-source-config --offline` resolves the lock file from the tree's crates and
+        copies them, so the versions are the tree's and nothing is downloaded. (Cargo before
+        1.87 could delete a directory source that it vendored from; the stage-0 cargo is
+        1.95.)"""
         own = os.path.join(self.ws, "vendor")
-        cmd = [self.args.cargo, "vendor", "--quiet", own]
+        cmd = [self.args.cargo, "vendor", "--quiet", "--respect-source-config", "--offline", own]
         done = subprocess.run(cmd, cwd=self.ws, env=self.env, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"error: [BENCH] edit loop: `{' '.join(cmd)}` failed:\n{done.stderr[-4000:]}")
