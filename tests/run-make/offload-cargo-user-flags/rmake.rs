@@ -3,14 +3,17 @@
 //! `.cargo/config.toml`, and `RUSTFLAGS`, which takes its place when set (cargo's order). The
 //! program prints which of two `cfg`s its host build saw and launches a kernel, whose crate
 //! tests `offload_device` without a warning (the host pass's `--check-cfg`, which the user's
-//! flags do not replace).
+//! flags do not replace) and stops the device pass if it sees either `cfg`: the device passes
+//! take none of the user's host flags.
 
 //@ only-x86_64
 //@ needs-offload
 
 use std::path::Path;
 
-use run_make_support::offload::{cargo_offload, cargo_offload_with, write_workspace};
+use run_make_support::offload::{
+    cargo_offload, cargo_offload_with, package_manifest, write_workspace,
+};
 use run_make_support::{CompletedProcess, cwd, rfs};
 
 const KERNELS: &str = r#"#![feature(gpu_offload)]
@@ -21,6 +24,10 @@ use core::offload::{block_dim_x, block_idx_x, offload_kernel, thread_idx_x};
 /// Where this build of the crate runs.
 #[cfg(not(offload_device))]
 pub const BUILT_FOR: &str = "host";
+
+// The device passes take none of the user's host flags.
+#[cfg(all(offload_device, any(from_config, from_env)))]
+compile_error!("a device pass took the host's flags");
 
 #[offload_kernel]
 pub fn add_one(y: &mut [u32]) {
@@ -69,6 +76,15 @@ fn main() {
             ("kernels", "", "lib.rs", KERNELS),
             ("app", "kernels = { path = \"../kernels\" }\n", "main.rs", APP),
         ],
+    );
+    // The kernel crate declares the two `cfg`s itself, for its device passes too.
+    rfs::write(
+        ws.join("kernels/Cargo.toml"),
+        format!(
+            "{}\n[lints.rust]\nunexpected_cfgs = {{ level = \"warn\", check-cfg = \
+             ['cfg(from_config)', 'cfg(from_env)'] }}\n",
+            package_manifest("kernels", "")
+        ),
     );
     rfs::create_dir_all(ws.join(".cargo"));
     rfs::write(
