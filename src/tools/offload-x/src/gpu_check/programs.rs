@@ -128,6 +128,18 @@ pub const BUILDS: &[Build] = &[
     },
     Build { bundle: "cpu-device", workspace: CPU_DEVICE, select: &["-p", "app"], program: "app" },
     Build {
+        bundle: "generic-types-app",
+        workspace: GENERIC_TYPES,
+        select: &["--bin", "app"],
+        program: "app",
+    },
+    Build {
+        bundle: "generic-types-plus",
+        workspace: GENERIC_TYPES,
+        select: &["--bin", "plus"],
+        program: "plus",
+    },
+    Build {
         bundle: "cpu-device-second",
         workspace: CPU_DEVICE,
         select: &["--example", "second"],
@@ -179,6 +191,12 @@ pub const BUILDS: &[Build] = &[
 const SHAPES: Workspace = Workspace::Copy {
     name: "offload-cargo-shapes",
     from: "tests/run-make/offload-cargo-shapes/ws",
+};
+
+/// `offload-cargo-generic-types`' workspace: its two programs, one after the other.
+const GENERIC_TYPES: Workspace = Workspace::Copy {
+    name: "offload-cargo-generic-types",
+    from: "tests/run-make/offload-cargo-generic-types/ws",
 };
 
 /// `offload-cpu-device`'s workspace: its program and its example.
@@ -279,6 +297,18 @@ pub const ROWS: &[Row] = &[
         name: "cpu-device",
         bundle: "cpu-device",
         from: "tests/run-make/offload-cpu-device (its program, the corpus included)",
+        ..PLAIN
+    },
+    Row {
+        name: "generic-types-app",
+        bundle: "generic-types-app",
+        from: "tests/run-make/offload-cargo-generic-types (a library's type argument)",
+        ..PLAIN
+    },
+    Row {
+        name: "generic-types-plus",
+        bundle: "generic-types-plus",
+        from: "tests/run-make/offload-cargo-generic-types (a program's type argument)",
         ..PLAIN
     },
     Row {
