@@ -294,12 +294,12 @@ fn write_image_crate<'a>(
 fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result<Vec<String>> {
     let text = &kernel.kernel;
     if let Some(krate) = kernel.defining_crate() {
-        known_crate(ws, text, krate, "is defined in crate")?;
+        known_crate(ws, text, krate, Need::Definition)?;
         let mut crates = vec![krate.to_string()];
         for ty_crate in type_crates(kernel.args.as_deref().unwrap_or_default()) {
             // The sysroot's crates are in every device pass's graph already.
             if ty_crate != krate && !matches!(ty_crate, "core" | "alloc" | "std") {
-                known_crate(ws, text, ty_crate, "has a generic argument of a type of crate")?;
+                known_crate(ws, text, ty_crate, Need::TypeArgument)?;
                 crates.push(ty_crate.to_string());
             }
         }
@@ -336,12 +336,24 @@ fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result
     Ok(crates)
 }
 
-/// Checks that crate `krate`, which kernel `text` needs (`role`: "is defined in crate", or
-/// "has a generic argument of a type of crate"), is one that a device pass can build: a library
-/// of the workspace or of its dependencies ([`Workspace::libraries`]) or a program of the
-/// workspace, and that only one package of the build has a library of that name
+/// What a kernel instance needs a crate for ([`known_crate`]).
+#[derive(Clone, Copy)]
+enum Need {
+    /// The crate defines the kernel.
+    Definition,
+    /// The crate defines a type in the instance's generic arguments.
+    TypeArgument,
+}
+
+/// Checks that crate `krate`, which kernel `text` needs for `need`, is one that a device pass
+/// can build: a library of the workspace or of its dependencies ([`Workspace::libraries`]) or a
+/// program of the workspace, and that only one package of the build has a library of that name
 /// ([`Workspace::ambiguous`]). Errors name the kernel, the crate and the packages.
-fn known_crate(ws: &Workspace, text: &str, krate: &str, role: &str) -> Result<()> {
+fn known_crate(ws: &Workspace, text: &str, krate: &str, need: Need) -> Result<()> {
+    let role = match need {
+        Need::Definition => "is defined in crate",
+        Need::TypeArgument => "has a generic argument of a type of crate",
+    };
     if let Some(ids) = ws.ambiguous.get(krate) {
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         return fail(format!(
@@ -358,10 +370,11 @@ fn known_crate(ws: &Workspace, text: &str, krate: &str, role: &str) -> Result<()
              nor a library that its host build compiled: cargo offload builds the device images \
              from the libraries and programs of the workspace and of its dependencies{}",
             ws.root.display(),
-            if role.starts_with("is defined") {
-                ""
-            } else {
-                " (a type defined in a test, a bench or a build script cannot be one)"
+            match need {
+                Need::Definition => "",
+                Need::TypeArgument => {
+                    " (a type defined in a test, a bench or a build script cannot be one)"
+                }
             }
         ));
     }
