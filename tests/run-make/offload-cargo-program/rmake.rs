@@ -70,7 +70,8 @@ fn toolchain_core_matches_build_std(ws: &Path, stderr: &str) {
     for (arch, target) in [("gfx90a", "amdgcn-amd-amdhsa"), ("sm_90", "nvptx64-nvidia-cuda")] {
         let line = format!("device pass {arch} ({target}, the toolchain's core)");
         assert!(stderr.contains(&line), "no `{line}` in:\n{stderr}");
-        let deps = ws.join(format!("target/offload/device-{arch}/{target}/release/deps"));
+        // The archs of two targets share one cargo run, into `target/offload/device`.
+        let deps = ws.join(format!("target/offload/device/{target}/release/deps"));
         let built_core: Vec<String> = rfs::read_dir(&deps)
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|name| name.starts_with("libcore-") || name.starts_with("libcompiler_builtins"))

@@ -1,10 +1,10 @@
 //! The user's rustc flags reach the host crates of `cargo offload` as they reach plain `cargo
 //! build`'s (scenario S35 of `src/doc/scenarios.md`): `build.rustflags` of the workspace's
-//! `.cargo/config.toml`, and `RUSTFLAGS`, which takes its place when set (cargo's order). The
-//! program prints which of two `cfg`s its host build saw and launches a kernel, whose crate
-//! tests `offload_device` without a warning (the host pass's `--check-cfg`, which the user's
-//! flags do not replace) and stops the device pass if it sees either `cfg`: the device passes
-//! take none of the user's host flags.
+//! `.cargo/config.toml`, and `RUSTFLAGS`, which takes its place when set (cargo's order), and a
+//! `target.'cfg(all())'` table, for three archs at once. The program prints which of two `cfg`s
+//! its host build saw and launches a kernel, whose crate tests `offload_device` without a
+//! warning (the host pass's `--check-cfg`, which the user's flags do not replace) and stops the
+//! device pass if it sees either `cfg`: the device passes take none of the user's host flags.
 
 //@ only-x86_64
 //@ needs-offload
@@ -97,4 +97,14 @@ fn main() {
     let rustflags = format!("--cfg from_env {CHECK}");
     let with_env = cargo_offload_with(&ws, &run, &[("RUSTFLAGS", Path::new(&rustflags))]);
     check(&with_env, "host config=false env=true right=256");
+
+    // A target table reaches the host build too. Cargo would join the device passes' own
+    // per-target flags with it, so they take theirs another way (the archs of three targets
+    // share one cargo run), and none of the user's.
+    rfs::write(
+        ws.join(".cargo/config.toml"),
+        format!("[target.'cfg(all())']\nrustflags = [\"--cfg\", \"from_config\", \"{CHECK}\"]\n"),
+    );
+    let three = ["run", "--offload-arch=gfx90a,sm_90,host"];
+    check(&cargo_offload(&ws, &three), "host config=true env=false right=256");
 }

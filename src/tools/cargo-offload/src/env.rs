@@ -52,10 +52,16 @@ pub(crate) const HOST_COMPILE_AND_LINK: &str = "CARGO_OFFLOAD_HOST_COMPILE_AND_L
 /// programs that the first run compiled ([`crate::manifests::root_manifests`] reads it).
 pub(crate) const HOST_PROGRAMS: &str = "CARGO_OFFLOAD_HOST_PROGRAMS";
 
-/// Set by `cargo offload` for the device pass of a program that defines kernels, whose
-/// `RUSTC_WRAPPER` is `cargo-offload`: the crate name of that program, which the wrapper
-/// compiles as an `rlib` ([`crate::wrapper::wrap_program_rustc`]).
+/// Set by `cargo offload` for the device pass of a program that defines kernels: the crate
+/// name of that program, which the wrapper compiles as an `rlib`
+/// ([`crate::wrapper::wrap_device_rustc`]).
 pub(crate) const DEVICE_PROGRAM: &str = "CARGO_OFFLOAD_DEVICE_PROGRAM";
+
+/// Set by `cargo offload` for each device pass, whose `RUSTC_WRAPPER` is `cargo-offload`: the
+/// rustc flags of each of the pass's targets ([`crate::wrapper::encode_target_flags`]), which
+/// the wrapper adds to the crates it compiles for that target
+/// ([`crate::wrapper::wrap_device_rustc`]).
+pub(crate) const DEVICE_TARGET_FLAGS: &str = "CARGO_OFFLOAD_DEVICE_TARGET_FLAGS";
 
 /// Set by `./x.py cargo`: the file into which `run` and `test` write the programs to run
 /// ([`crate::launch::Plan`]) instead of running them, for `./x.py` to run outside the sysroot.

@@ -8,11 +8,12 @@
 //!    named by its crate name and cargo's `-C extra-filename`, given through `RUSTC_WRAPPER`,
 //!    the way cargo-miri drives rustc), the programs with `-Zno-link`; the manifests of the
 //!    root crates (those of the workspace packages) are merged;
-//! 2. one device pass per arch: a generated image crate that depends on the workspace
-//!    libraries defining the kernels (or a program that defines kernels, compiled as an
-//!    `rlib`), built with `-Zoffload=Device=<merged manifest>` for the arch's target against
-//!    the toolchain's `core` (the device sysroot, see [`env::DEVICE_SYSROOT`]; `--build-std`
-//!    builds it from source); its image is compiled by the vendor tools (`llc`, `ld.lld`;
+//! 2. one device pass per arch (the archs of distinct targets share one cargo run): a
+//!    generated image crate that depends on the workspace libraries defining the kernels (or a
+//!    program that defines kernels, compiled as an `rlib`), built with
+//!    `-Zoffload=Device=<merged manifest>` for the arch's target against the toolchain's
+//!    `core` (the device sysroot, see [`env::DEVICE_SYSROOT`]; `--build-std` builds it from
+//!    source); its image is compiled by the vendor tools (`llc`, `ld.lld`;
 //!    `ptxas`, `nvlink`), packaged with `llvm-offload-binary`, and all images are wrapped into
 //!    one registration object by `llvm-offload-wrapper`;
 //! 3. host pass, link: the same cargo command again, which finds every crate fresh but the
@@ -50,7 +51,7 @@ use std::process::ExitCode;
 use crate::args::{USAGE, parse_args};
 use crate::passes::run;
 use crate::util::Failure;
-use crate::wrapper::{wrap_host_rustc, wrap_program_rustc};
+use crate::wrapper::{wrap_device_rustc, wrap_host_rustc};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
@@ -58,8 +59,9 @@ fn main() -> ExitCode {
     if let Ok(pass) = std::env::var(env::HOST_METADATA_DIR) {
         return wrap_host_rustc(&pass, &args[1..]);
     }
-    if let Ok(program) = std::env::var(env::DEVICE_PROGRAM) {
-        return wrap_program_rustc(&program, &args[1..]);
+    if let Ok(target_flags) = std::env::var(env::DEVICE_TARGET_FLAGS) {
+        let program = std::env::var(env::DEVICE_PROGRAM).ok();
+        return wrap_device_rustc(&target_flags, program.as_deref(), &args[1..]);
     }
     // As the linker driver of an installed toolchain (`lib/offload/bin/cc`).
     if args.get(1).map(String::as_str) == Some("--cc") {

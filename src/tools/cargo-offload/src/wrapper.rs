@@ -2,8 +2,8 @@
 //! `cargo-offload <rustc> <args>` for every rustc it needs. In the host build each crate
 //! compiled for the target also writes its own manifest (`-Zoffload=HostMetadata=<manifest>`
 //! beside `-Zoffload=Host=<image>`), and a program is linked only once the images exist
-//! ([`wrap_host_rustc`]); in the device pass of a program that defines kernels, the program is
-//! compiled as an `rlib` ([`wrap_program_rustc`]).
+//! ([`wrap_host_rustc`]). In a device pass each crate compiled for a target gets that target's
+//! flags, and a program that defines kernels is compiled as an `rlib` ([`wrap_device_rustc`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -298,28 +298,66 @@ fn program_files(out_dir: &Path, args: &[String], name: &str) -> Vec<PathBuf> {
     files
 }
 
-/// `RUSTC_WRAPPER` of the device pass of a program that defines kernels (a `bin`, an example,
-/// a `cdylib`; `program` is its crate name): the program, compiled for the device target, is an
-/// `rlib` ([`as_rlib`]), whose device pass builds the image; every other rustc runs as cargo
-/// asked.
-pub(crate) fn wrap_program_rustc(program: &str, args: &[String]) -> ExitCode {
+/// `RUSTC_WRAPPER` of a device pass, whose cargo run builds for one target per arch
+/// (`target_flags`: [`env::DEVICE_TARGET_FLAGS`]). A rustc for one of them (`--target T`,
+/// cargo's probe of the target included) gets T's flags after cargo's, which are those that
+/// every target of the run shares; build scripts and proc macros (no `--target`) get none.
+/// With `program` (the crate name of a program that defines kernels: [`env::DEVICE_PROGRAM`]),
+/// that program, compiled for a target, is an `rlib` ([`as_rlib`]), whose device pass builds
+/// the image. Cargo's own per-target flags (`target.<triple>.rustflags`) would join those of
+/// the user's `.cargo/config.toml` for the same target, and the device passes take none of the
+/// user's flags.
+pub(crate) fn wrap_device_rustc(
+    target_flags: &str,
+    program: Option<&str>,
+    args: &[String],
+) -> ExitCode {
     let Some((rustc, args)) = args.split_first() else {
         eprintln!("error: [cargo offload] run as RUSTC_WRAPPER without a rustc to run");
         return ExitCode::from(2);
     };
     let mut cmd = Command::new(rustc);
-    cmd.env_remove(env::DEVICE_PROGRAM);
+    cmd.env_remove(env::DEVICE_PROGRAM).env_remove(env::DEVICE_TARGET_FLAGS);
+    let extra = flag_value(args, "--target").map_or(Vec::new(), |t| flags_of(target_flags, t));
     if crate_name(args) == Some("___") && args.iter().any(|a| a == "--print=file-names") {
-        return probe_with_programs(cmd.args(args));
+        cmd.args(args).args(&extra);
+        return if program.is_some() {
+            probe_with_programs(&mut cmd)
+        } else {
+            run_rustc(rustc, cmd)
+        };
     }
-    let is_program =
-        args.iter().any(|a| is_flag(a, "--target")) && crate_name(args) == Some(program);
+    let is_program = args.iter().any(|a| is_flag(a, "--target")) && crate_name(args) == program;
     if is_program {
         cmd.args(as_rlib(args));
     } else {
         cmd.args(args);
     }
+    cmd.args(extra);
     run_rustc(rustc, cmd)
+}
+
+/// [`env::DEVICE_TARGET_FLAGS`] for `targets` (a target and its rustc flags): one record a
+/// target, `\x1e`-separated, of the target and its flags, `\x1f`-separated. Read back by
+/// [`flags_of`].
+pub(crate) fn encode_target_flags(targets: &[(&str, Vec<String>)]) -> String {
+    let records: Vec<String> = targets
+        .iter()
+        .map(|(target, flags)| {
+            std::iter::once(*target).chain(flags.iter().map(String::as_str)).collect::<Vec<_>>()
+        })
+        .map(|fields| fields.join("\x1f"))
+        .collect();
+    records.join("\x1e")
+}
+
+/// The flags of `target` in `encoded` ([`encode_target_flags`]); none for a target it lacks.
+fn flags_of(encoded: &str, target: &str) -> Vec<String> {
+    encoded
+        .split('\x1e')
+        .map(|record| record.split('\x1f'))
+        .find_map(|mut fields| (fields.next() == Some(target)).then(|| fields))
+        .map_or(Vec::new(), |flags| flags.map(str::to_string).collect())
 }
 
 /// `args` of a program's rustc with every `--crate-type` replaced by one `--crate-type rlib`,
@@ -591,5 +629,22 @@ mod tests {
                 "allow",
             ])
         );
+    }
+
+    #[test]
+    fn each_target_gets_its_own_flags() {
+        let encoded = encode_target_flags(&[
+            ("amdgcn-amd-amdhsa", strings(&["-Ctarget-cpu=gfx90a"])),
+            ("x86_64-unknown-linux-gnu", strings(&["-Ztls-model=initial-exec", "-Cfoo"])),
+            ("nvptx64-nvidia-cuda", Vec::new()),
+        ]);
+        assert_eq!(flags_of(&encoded, "amdgcn-amd-amdhsa"), ["-Ctarget-cpu=gfx90a"]);
+        assert_eq!(
+            flags_of(&encoded, "x86_64-unknown-linux-gnu"),
+            ["-Ztls-model=initial-exec", "-Cfoo"]
+        );
+        assert!(flags_of(&encoded, "nvptx64-nvidia-cuda").is_empty());
+        // A target of no arch (a build script's compilation has none) gets nothing.
+        assert!(flags_of(&encoded, "aarch64-unknown-linux-gnu").is_empty());
     }
 }

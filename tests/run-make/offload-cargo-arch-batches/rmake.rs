@@ -1,0 +1,114 @@
+//! The device passes of archs of distinct targets share one cargo run, and each arch still gets
+//! its own flags (scenario S36 of `src/doc/scenarios.md`). `--offload-arch=gfx90a,gfx942,sm_90,
+//! host` runs two: `gfx90a, sm_90, host` into `offload/device`, and `gfx942`, of a target already
+//! in that run, into `offload/device-gfx942`; each code object is built for its own GPU
+//! (`-Ctarget-cpu`, which `cargo-offload` adds as `RUSTC_WRAPPER`), and the program runs right
+//! on the CPU device. Then `gfx942` alone builds into `offload/device`, whose `amdgcn` folder was
+//! built for `gfx90a`: cargo's fingerprints do not see the wrapper's flags, so that folder is
+//! built again, and the code object is `gfx942`'s; back to `gfx90a` likewise.
+
+//@ only-x86_64
+//@ needs-offload
+
+use std::path::Path;
+
+use run_make_support::offload::{cargo_offload, llvm_tool, write_workspace};
+use run_make_support::{cmd, cwd};
+
+const KERNELS: &str = r#"#![feature(gpu_offload)]
+#![no_std]
+
+use core::offload::{block_dim_x, block_idx_x, offload_kernel, thread_idx_x};
+
+#[offload_kernel]
+pub fn add_one(y: &mut [u32]) {
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+    if i < y.len() {
+        y[i] += 1;
+    }
+}
+"#;
+
+const APP: &str = r#"#![feature(gpu_offload)]
+
+fn main() {
+    let mut y = vec![41u32; 256];
+    core::offload::offload! {
+        kernel = kernels::add_one,
+        workgroup_dim = [4, 1, 1],
+        thread_dim = [64, 1, 1],
+        args = (&mut y[..],),
+    }
+    println!("right={}", y.iter().filter(|v| **v == 42).count());
+}
+"#;
+
+/// The GPU that the amdgcn code object `file` was built for, as `llvm-readobj` names its
+/// `e_flags` machine (`EF_AMDGPU_MACH_AMDGCN_GFX90A`, say).
+fn amdgpu_mach(file: &Path) -> String {
+    let headers =
+        cmd(llvm_tool("llvm-readobj")).arg("--file-headers").arg(file).run().stdout_utf8();
+    let mach = headers.split_whitespace().find(|w| w.starts_with("EF_AMDGPU_MACH_AMDGCN_"));
+    mach.unwrap_or_else(|| panic!("no machine in the headers of {}:\n{headers}", file.display()))
+        .to_string()
+}
+
+/// The crates that cargo compiled, as cargo printed them in `stderr`.
+fn compiled(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("Compiling "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .collect()
+}
+
+fn main() {
+    let ws = cwd().join("ws");
+    write_workspace(
+        &ws,
+        &[
+            ("kernels", "", "lib.rs", KERNELS),
+            ("app", "kernels = { path = \"../kernels\" }\n", "main.rs", APP),
+        ],
+    );
+    let images = ws.join("target/offload/images");
+
+    let all = cargo_offload(&ws, &["run", "--offload-arch=gfx90a,gfx942,sm_90,host"]);
+    let stderr = all.stderr_utf8();
+    assert_eq!(all.stdout_utf8().trim(), "right=256", "{stderr}");
+    for line in [
+        "device pass gfx90a (amdgcn-amd-amdhsa, the toolchain's core)",
+        "device pass sm_90 (nvptx64-nvidia-cuda, the toolchain's core)",
+        "device pass host (x86_64-unknown-linux-gnu, the toolchain's core)",
+        "device passes gfx90a, sm_90, host (one cargo run): done",
+        "device pass gfx942 (amdgcn-amd-amdhsa, the toolchain's core): done",
+    ] {
+        assert!(stderr.contains(&format!("[cargo offload] {line}")), "no `{line}` in:\n{stderr}");
+    }
+    let device = ws.join("target/offload/device");
+    for target in ["amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda", "x86_64-unknown-linux-gnu"] {
+        let image = device.join(target).join("debug/deps/host.out");
+        assert!(image.is_file(), "the shared run built no image for {target}:\n{stderr}");
+    }
+    let own = ws.join("target/offload/device-gfx942/amdgcn-amd-amdhsa/debug/deps/host.out");
+    assert!(own.is_file(), "gfx942 built no image of its own:\n{stderr}");
+    assert_eq!(amdgpu_mach(&images.join("gfx90a.so")), "EF_AMDGPU_MACH_AMDGCN_GFX90A");
+    assert_eq!(amdgpu_mach(&images.join("gfx942.so")), "EF_AMDGPU_MACH_AMDGCN_GFX942");
+
+    // `offload/device` holds amdgcn built for gfx90a: gfx942 alone builds it again.
+    let alone = cargo_offload(&ws, &["build", "--offload-arch=gfx942"]);
+    let stderr = alone.stderr_utf8();
+    assert!(compiled(&stderr).contains(&"kernels"), "gfx942 took gfx90a's crates:\n{stderr}");
+    assert_eq!(amdgpu_mach(&images.join("gfx942.so")), "EF_AMDGPU_MACH_AMDGCN_GFX942");
+
+    let back = cargo_offload(&ws, &["run", "--offload-arch=gfx90a,sm_90,host"]);
+    let stderr = back.stderr_utf8();
+    assert_eq!(back.stdout_utf8().trim(), "right=256", "{stderr}");
+    assert!(compiled(&stderr).contains(&"kernels"), "gfx90a took gfx942's crates:\n{stderr}");
+    assert_eq!(amdgpu_mach(&images.join("gfx90a.so")), "EF_AMDGPU_MACH_AMDGCN_GFX90A");
+
+    // Nothing changed: the same archs again compile nothing.
+    let again = cargo_offload(&ws, &["build", "--offload-arch=gfx90a,sm_90,host"]);
+    let stderr = again.stderr_utf8();
+    assert_eq!(compiled(&stderr), Vec::<&str>::new(), "{stderr}");
+}
