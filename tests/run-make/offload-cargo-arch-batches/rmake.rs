@@ -1,18 +1,19 @@
 //! The device passes of archs of distinct targets share one cargo run, and each arch still gets
 //! its own flags (scenario S36 of `src/doc/scenarios.md`). `--offload-arch=gfx90a,gfx942,sm_90,
 //! host` runs two: `gfx90a, sm_90, host` into `offload/device`, and `gfx942`, of a target already
-//! in that run, into `offload/device-gfx942`; each code object is built for its own GPU
-//! (`-Ctarget-cpu`, which `cargo-offload` adds as `RUSTC_WRAPPER`), and the program runs right
-//! on the CPU device. Then `gfx942` alone builds into `offload/device`, whose `amdgcn` folder was
-//! built for `gfx90a`: cargo's fingerprints do not see the wrapper's flags, so that folder is
-//! built again, and the code object is `gfx942`'s; back to `gfx90a` likewise.
+//! in that run, into `offload/device-gfx942`. Each image's code is compiled for its own GPU
+//! (`-Ctarget-cpu`, which `cargo-offload` adds as `RUSTC_WRAPPER`: the bitcode's `target-cpu`),
+//! each code object is its GPU's, and the program runs right on the CPU device. Then `gfx942`
+//! alone builds into `offload/device`, whose `amdgcn` folder was built for `gfx90a`: cargo's
+//! fingerprints do not see the wrapper's flags, so that target's crates are built again (and
+//! only those), for `gfx942`; back to `gfx90a` likewise, and once more finds everything fresh.
 
 //@ only-x86_64
 //@ needs-offload
 
 use std::path::Path;
 
-use run_make_support::offload::{cargo_offload, llvm_tool, write_workspace};
+use run_make_support::offload::{cargo_offload, image_ir, llvm_tool, write_workspace};
 use run_make_support::{cmd, cwd};
 
 const KERNELS: &str = r#"#![feature(gpu_offload)]
@@ -53,10 +54,26 @@ fn amdgpu_mach(file: &Path) -> String {
         .to_string()
 }
 
-/// The crates that cargo compiled, as cargo printed them in `stderr`.
+/// The `-Ctarget-cpu` that the device pass gave the code of the amdgcn image `host_out` (the
+/// vendor step names the GPU again, so a code object's own machine would not show a pass that
+/// compiled for another), asserted to be one.
+fn ir_cpu(host_out: &Path) -> String {
+    let ir = image_ir(host_out, "amdgcn-amd-amdhsa");
+    let mut cpus: Vec<&str> =
+        ir.split("\"target-cpu\"=\"").skip(1).filter_map(|rest| rest.split('"').next()).collect();
+    cpus.sort();
+    cpus.dedup();
+    assert_eq!(cpus.len(), 1, "{}: target CPUs {cpus:?}", host_out.display());
+    cpus[0].to_string()
+}
+
+/// The crates that the device passes' cargo run compiled, as it printed them in `stderr`: the
+/// lines from the first device pass's line to the first image's.
 fn compiled(stderr: &str) -> Vec<&str> {
     stderr
         .lines()
+        .skip_while(|l| !l.starts_with("[cargo offload] device pass"))
+        .take_while(|l| !l.starts_with("[cargo offload] image "))
         .filter_map(|l| l.trim_start().strip_prefix("Compiling "))
         .filter_map(|rest| rest.split_whitespace().next())
         .collect()
@@ -92,19 +109,25 @@ fn main() {
     }
     let own = ws.join("target/offload/device-gfx942/amdgcn-amd-amdhsa/debug/deps/host.out");
     assert!(own.is_file(), "gfx942 built no image of its own:\n{stderr}");
+    let shared_amd = device.join("amdgcn-amd-amdhsa/debug/deps/host.out");
+    assert_eq!(ir_cpu(&shared_amd), "gfx90a");
+    assert_eq!(ir_cpu(&own), "gfx942");
     assert_eq!(amdgpu_mach(&images.join("gfx90a.so")), "EF_AMDGPU_MACH_AMDGCN_GFX90A");
     assert_eq!(amdgpu_mach(&images.join("gfx942.so")), "EF_AMDGPU_MACH_AMDGCN_GFX942");
 
     // `offload/device` holds amdgcn built for gfx90a: gfx942 alone builds it again.
     let alone = cargo_offload(&ws, &["build", "--offload-arch=gfx942"]);
     let stderr = alone.stderr_utf8();
-    assert!(compiled(&stderr).contains(&"kernels"), "gfx942 took gfx90a's crates:\n{stderr}");
+    assert_eq!(compiled(&stderr), ["kernels", "offload-image"], "gfx942 alone:\n{stderr}");
+    assert_eq!(ir_cpu(&shared_amd), "gfx942");
     assert_eq!(amdgpu_mach(&images.join("gfx942.so")), "EF_AMDGPU_MACH_AMDGCN_GFX942");
 
+    // Back to gfx90a: amdgcn is built again, the other two targets are fresh.
     let back = cargo_offload(&ws, &["run", "--offload-arch=gfx90a,sm_90,host"]);
     let stderr = back.stderr_utf8();
     assert_eq!(back.stdout_utf8().trim(), "right=256", "{stderr}");
-    assert!(compiled(&stderr).contains(&"kernels"), "gfx90a took gfx942's crates:\n{stderr}");
+    assert_eq!(compiled(&stderr), ["kernels", "offload-image"], "back to gfx90a:\n{stderr}");
+    assert_eq!(ir_cpu(&shared_amd), "gfx90a");
     assert_eq!(amdgpu_mach(&images.join("gfx90a.so")), "EF_AMDGPU_MACH_AMDGCN_GFX90A");
 
     // Nothing changed: the same archs again compile nothing.

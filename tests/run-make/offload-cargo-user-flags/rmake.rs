@@ -98,9 +98,10 @@ fn main() {
     let with_env = cargo_offload_with(&ws, &run, &[("RUSTFLAGS", Path::new(&rustflags))]);
     check(&with_env, "host config=false env=true right=256");
 
-    // A target table reaches the host build too. Cargo would join the device passes' own
-    // per-target flags with it, so they take theirs another way (the archs of three targets
-    // share one cargo run), and none of the user's.
+    // A target table reaches the host build too. The device passes' own flags outweigh it
+    // (`CARGO_ENCODED_RUSTFLAGS`), also where the archs of three targets share one cargo run,
+    // whose per-target flags cargo's own `target.<triple>.rustflags` cannot carry: cargo joins
+    // those with a table like this one.
     rfs::write(
         ws.join(".cargo/config.toml"),
         format!("[target.'cfg(all())']\nrustflags = [\"--cfg\", \"from_config\", \"{CHECK}\"]\n"),

@@ -228,7 +228,11 @@ fn cargo_command(cargo: &OsString, verb: &str) -> Command {
         // Only this `cargo offload` writes the plan: a nested one (in a build script or a test)
         // runs its programs itself.
         .env_remove(env::RUN_PLAN)
-        // A build script of the host pass sees these; a nested `cargo offload` sets its own.
+        // A build script of a pass sees these; a nested `cargo offload` sets its own, and
+        // `cargo-offload` takes the role that they name (a wrapper) before any other.
+        .env_remove(env::HOST_METADATA_DIR)
+        .env_remove(env::DEVICE_TARGET_FLAGS)
+        .env_remove(env::DEVICE_PROGRAM)
         .env_remove(env::HOST_LINK)
         .env_remove(env::HOST_COMPILE_AND_LINK);
     cmd
@@ -440,8 +444,9 @@ struct Batch<'a> {
 /// Makes the device passes into `target_dir` build everything for `arch`'s target again when
 /// the last pass there built it for another arch of that target (`gfx942` after `gfx90a`):
 /// the wrapper adds the arch's flags ([`crate::wrapper::wrap_device_rustc`]), of which cargo's
-/// fingerprints know nothing. The flags are recorded in
-/// `<target_dir>/<target>/offload-arch-flags`; when they differ, that folder is removed.
+/// fingerprints know nothing, nor does cargo's cache of rustc's answers about the target. The
+/// flags are recorded in `<target_dir>/<target>/offload-arch-flags`; when they differ, that
+/// folder and the cache (`<target_dir>/.rustc_info.json`) are removed.
 fn forget_other_arch(target_dir: &Path, arch: &Arch) -> Result<()> {
     let folder = target_dir.join(&arch.target);
     let record = folder.join("offload-arch-flags");
@@ -453,6 +458,9 @@ fn forget_other_arch(target_dir: &Path, arch: &Arch) -> Result<()> {
         fs::remove_dir_all(&folder)
             .map_err(|e| Failure::new(format!("cannot remove {}: {e}", folder.display())))?;
     }
+    // Cargo keeps what rustc printed of each target (its `cfg`s, `target_feature` among them)
+    // in this file, keyed by the probe's arguments, which lack the wrapper's flags.
+    let _ = fs::remove_file(target_dir.join(".rustc_info.json"));
     fs::create_dir_all(&folder)
         .and_then(|()| fs::write(&record, flags))
         .map_err(|e| Failure::new(format!("cannot write {}: {e}", record.display())))
@@ -723,7 +731,7 @@ impl<'a> Build<'a> {
     /// targets compiles the build scripts of the kernel crates' dependencies once, starts
     /// cargo once and runs as many jobs as the machine has CPUs, where one run per arch did
     /// each three times over on the same CPUs (dev `gfx90a,sm_90,host` in the benchmark's
-    /// workspace: 3.2 s against 4.3-5.0 s, 2 CPUs). Two archs of one target (`gfx90a,gfx942`)
+    /// workspace, 2 CPUs: 4.3-5.0 s per pass at once, 3.2 s for the one run). Two archs of one target (`gfx90a,gfx942`)
     /// need two runs, as does a target whose `core` the device sysroot lacks beside one whose it
     /// has. The first batch builds into `<dir>/device`, each other into
     /// `<dir>/device-<its first arch>`, so that the usual single batch finds its folder warm
@@ -871,6 +879,9 @@ impl<'a> Build<'a> {
             .args(if *core == DeviceCore::BuildStd { &["-Zbuild-std=core"][..] } else { &[] })
             .arg("--target-dir")
             .arg(target_dir)
+            // The image and the records beside it are looked for under the target folder, which
+            // a user's `build.build-dir` would otherwise move the crates' outputs out of.
+            .env("CARGO_BUILD_BUILD_DIR", target_dir)
             // An incremental build that reuses its one codegen unit skips the optimization in
             // which rustc writes the image, leaving `host.out` missing or another build's.
             .env("CARGO_INCREMENTAL", "0")
@@ -902,20 +913,24 @@ impl<'a> Build<'a> {
                 .collect();
             threads.into_iter().map(|t| t.join().expect("a vendor step panicked")).collect()
         });
-        let mut images = Vec::new();
-        for ((index, _), (result, line)) in batch.archs.iter().zip(made) {
+        // Every arch's line first: one arch's failure does not hide what the others made.
+        for (_, line) in &made {
             if let Some(line) = line {
-                log.line(&line);
+                log.line(line);
             }
-            images.push((*index, result?));
         }
-        Ok(images)
+        let images = batch
+            .archs
+            .iter()
+            .zip(made)
+            .map(|((index, _), (result, _))| result.map(|image| (*index, image)));
+        images.collect()
     }
 
     /// The image of `arch` from its device pass's output folder `deps`, made by the vendor
-    /// tools (optimizing as for `release`, [`device_binary`]); the pass began at `began`, recorded in its
-    /// [`BUILT`] file. Returns the image (`host.out`) and the packaged image, with the line
-    /// that reports it (none for a failure: its error says it).
+    /// tools (optimizing as for `release`, [`device_binary`]); the pass began at `began`,
+    /// recorded in its [`BUILT`] file. Returns the image (`host.out`) and the packaged image,
+    /// with the line that reports it (none for a failure: its error says it).
     fn vendor_image(
         &self,
         arch: &Arch,

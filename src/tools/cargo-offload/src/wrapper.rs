@@ -327,7 +327,9 @@ pub(crate) fn wrap_device_rustc(
             run_rustc(rustc, cmd)
         };
     }
-    let is_program = args.iter().any(|a| is_flag(a, "--target")) && crate_name(args) == program;
+    let is_program = program.is_some()
+        && args.iter().any(|a| is_flag(a, "--target"))
+        && crate_name(args) == program;
     if is_program {
         cmd.args(as_rlib(args));
     } else {
