@@ -731,11 +731,11 @@ impl<'a> Build<'a> {
     /// targets compiles the build scripts of the kernel crates' dependencies once, starts
     /// cargo once and runs as many jobs as the machine has CPUs, where one run per arch did
     /// each three times over on the same CPUs (dev `gfx90a,sm_90,host` in the benchmark's
-    /// workspace, 2 CPUs: 4.3-5.0 s per pass at once, 3.2 s for the one run). Two archs of one target (`gfx90a,gfx942`)
-    /// need two runs, as does a target whose `core` the device sysroot lacks beside one whose it
-    /// has. The first batch builds into `<dir>/device`, each other into
-    /// `<dir>/device-<its first arch>`, so that the usual single batch finds its folder warm
-    /// whichever archs are asked for. Fails if an arch has no `core`.
+    /// workspace, 2 CPUs: 4.3-5.0 s per pass at once, 3.2 s for the one run). Two archs of one
+    /// target (`gfx90a,gfx942`) need two runs, as does a target whose `core` the device sysroot
+    /// lacks beside one whose it has. The first batch builds into `<dir>/device`, each other
+    /// into `<dir>/device-<its first arch>`, so that the usual single batch finds its folder
+    /// warm whichever archs are asked for. Fails if an arch has no `core`.
     fn batches(&self) -> Result<Vec<Batch<'_>>> {
         let cores = self
             .archs
