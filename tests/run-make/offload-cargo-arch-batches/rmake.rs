@@ -7,14 +7,18 @@
 //! alone builds into `offload/device`, whose `amdgcn` folder was built for `gfx90a`: cargo's
 //! fingerprints do not see the wrapper's flags, so that target's crates are built again (and
 //! only those), for `gfx942`; back to `gfx90a` likewise, and once more finds everything fresh.
+//! A kernel crate that fails to compile for one target only fails the run with an error that
+//! names that arch (rustc's own errors do not say which target they are from).
 
 //@ only-x86_64
 //@ needs-offload
 
 use std::path::Path;
 
-use run_make_support::offload::{cargo_offload, image_ir, llvm_tool, write_workspace};
-use run_make_support::{cmd, cwd};
+use run_make_support::offload::{
+    cargo_offload, cargo_offload_fails, image_ir, llvm_tool, write_workspace,
+};
+use run_make_support::{cmd, cwd, rfs};
 
 const KERNELS: &str = r#"#![feature(gpu_offload)]
 #![no_std]
@@ -134,4 +138,18 @@ fn main() {
     let again = cargo_offload(&ws, &["build", "--offload-arch=gfx90a,sm_90,host"]);
     let stderr = again.stderr_utf8();
     assert_eq!(compiled(&stderr), Vec::<&str>::new(), "{stderr}");
+
+    // A kernel crate that fails for one target only: the error names that arch alone.
+    let lib = ws.join("kernels/src/lib.rs");
+    let only_nvptx = "#[cfg(target_arch = \"nvptx64\")]\ncompile_error!(\"not for nvptx\");\n";
+    rfs::write(&lib, format!("{KERNELS}{only_nvptx}"));
+    let fails = cargo_offload_fails(&ws, &["build", "--offload-arch=gfx90a,sm_90,host"]);
+    let stderr = fails.stderr_utf8();
+    let sm_90 = "error: [cargo offload] device pass sm_90 (nvptx64-nvidia-cuda, the toolchain's \
+                 core) failed (cargo's messages are above)";
+    assert!(stderr.contains("not for nvptx") && stderr.contains(sm_90), "{stderr}");
+    assert!(
+        !stderr.contains("gfx90a (amdgcn-amd-amdhsa, the toolchain's core) failed"),
+        "{stderr}"
+    );
 }

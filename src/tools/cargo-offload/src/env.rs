@@ -63,6 +63,11 @@ pub(crate) const DEVICE_PROGRAM: &str = "CARGO_OFFLOAD_DEVICE_PROGRAM";
 /// ([`crate::wrapper::wrap_device_rustc`]).
 pub(crate) const DEVICE_TARGET_FLAGS: &str = "CARGO_OFFLOAD_DEVICE_TARGET_FLAGS";
 
+/// Set by `cargo offload` for each device pass: a file to which the wrapper appends the target
+/// of each compilation that failed, one a line, so that the error names the archs that failed
+/// ([`crate::wrapper::wrap_device_rustc`]).
+pub(crate) const DEVICE_FAILURES: &str = "CARGO_OFFLOAD_DEVICE_FAILURES";
+
 /// Set by `./x.py cargo`: the file into which `run` and `test` write the programs to run
 /// ([`crate::launch::Plan`]) instead of running them, for `./x.py` to run outside the sysroot.
 /// `cargo offload` removes it from the cargo passes and from the programs it runs, so that a

@@ -64,7 +64,13 @@ impl Log {
     /// when cargo fails. A crate that the pass compiled without finding `std` gets one error
     /// that names it and the lines that make it build for the device ([`needs_std_error`]), in
     /// place of rustc's, whose hint (`-Zbuild-std`) points the wrong way.
-    fn cargo_pass(&mut self, what: &str, mut cmd: Command) -> Result<()> {
+    /// The error names what failed as `failed` says, once cargo has ended.
+    fn cargo_pass(
+        &mut self,
+        what: &str,
+        mut cmd: Command,
+        failed: impl FnOnce() -> String,
+    ) -> Result<()> {
         let start = Instant::now();
         self.line(what);
         cmd.arg(message_format()).stdout(Stdio::piped());
@@ -89,9 +95,10 @@ impl Log {
         let status = status.map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?;
         if !status.success() {
             let code = status.code().unwrap_or(1).clamp(1, 255) as u8;
-            let message = match needs_std_error(what, &needs_std) {
+            let failed = failed();
+            let message = match needs_std_error(&failed, &needs_std) {
                 Some(message) => message,
-                None => format!("{what} failed (cargo's messages are above)"),
+                None => format!("{failed} failed (cargo's messages are above)"),
             };
             return Err(Failure::with_status(message, code));
         }
@@ -233,6 +240,7 @@ fn cargo_command(cargo: &OsString, verb: &str) -> Command {
         .env_remove(env::HOST_METADATA_DIR)
         .env_remove(env::DEVICE_TARGET_FLAGS)
         .env_remove(env::DEVICE_PROGRAM)
+        .env_remove(env::DEVICE_FAILURES)
         .env_remove(env::HOST_LINK)
         .env_remove(env::HOST_COMPILE_AND_LINK);
     cmd
@@ -898,8 +906,20 @@ impl<'a> Build<'a> {
                 format!("device passes {} (one cargo run)", names.join(", "))
             }
         };
+        let failures = target_dir.join("offload-failed-targets");
+        let _ = fs::remove_file(&failures);
+        build.env(env::DEVICE_FAILURES, &failures);
+        // The archs whose targets had a compilation fail, or the whole run if none is known.
+        let failed = || {
+            let targets = fs::read_to_string(&failures).unwrap_or_default();
+            let failed: Vec<&str> = (batch.archs.iter().zip(&heads))
+                .filter(|((_, arch), _)| targets.lines().any(|t| t == arch.target))
+                .map(|(_, head)| head.as_str())
+                .collect();
+            if failed.is_empty() { what.clone() } else { failed.join(" and ") }
+        };
         let began = SystemTime::now();
-        log.cargo_pass(&what, build)?;
+        log.cargo_pass(&what, build, failed)?;
         // The vendor tools of the archs at once: each runs one process at a time.
         let made: Vec<(Result<(PathBuf, PathBuf)>, Option<String>)> = std::thread::scope(|scope| {
             let threads: Vec<_> = batch

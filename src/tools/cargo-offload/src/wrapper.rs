@@ -317,8 +317,11 @@ pub(crate) fn wrap_device_rustc(
         return ExitCode::from(2);
     };
     let mut cmd = Command::new(rustc);
-    cmd.env_remove(env::DEVICE_PROGRAM).env_remove(env::DEVICE_TARGET_FLAGS);
-    let extra = flag_value(args, "--target").map_or(Vec::new(), |t| flags_of(target_flags, t));
+    cmd.env_remove(env::DEVICE_PROGRAM)
+        .env_remove(env::DEVICE_TARGET_FLAGS)
+        .env_remove(env::DEVICE_FAILURES);
+    let target = flag_value(args, "--target");
+    let extra = target.map_or(Vec::new(), |t| flags_of(target_flags, t));
     if crate_name(args) == Some("___") && args.iter().any(|a| a == "--print=file-names") {
         cmd.args(args).args(&extra);
         return if program.is_some() {
@@ -336,7 +339,23 @@ pub(crate) fn wrap_device_rustc(
         cmd.args(args);
     }
     cmd.args(extra);
-    run_rustc(rustc, cmd)
+    let code = match cmd.status() {
+        Ok(status) => status.code().unwrap_or(1),
+        Err(e) => {
+            eprintln!("error: [cargo offload] cannot run {rustc}: {e}");
+            1
+        }
+    };
+    // One cargo run builds for several archs, and rustc's errors do not say for which target:
+    // `cargo offload` names the archs whose targets failed ([`env::DEVICE_FAILURES`]).
+    if code != 0
+        && let (Some(target), Some(record)) = (target, std::env::var_os(env::DEVICE_FAILURES))
+    {
+        let line = format!("{target}\n");
+        let appended = fs::OpenOptions::new().create(true).append(true).open(&record);
+        let _ = appended.and_then(|mut file| std::io::Write::write_all(&mut file, line.as_bytes()));
+    }
+    ExitCode::from(code.clamp(0, 255) as u8)
 }
 
 /// [`env::DEVICE_TARGET_FLAGS`] for `targets` (a target and its rustc flags): one record a
