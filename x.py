@@ -24,8 +24,11 @@ env.pop("RUSTUP_TOOLCHAIN", None)
 build_env = {k: v for k, v in env.items()
              if k not in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "RUSTC_WRAPPER",
                           "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_TARGET", "RUSTC")}
+# In the project's folder: a `.cargo/config.toml` of the caller's workspace is for the fork's
+# compiler too.
 build = subprocess.run([cargo, "build", "--quiet", "--release", "--manifest-path",
-                        os.path.join(here, "Cargo.toml"), "-p", "offload-x"], env=build_env)
+                        os.path.join(here, "Cargo.toml"), "-p", "offload-x"],
+                       env=build_env, cwd=here)
 if build.returncode != 0:
     sys.exit("error: [CHECK] the harness (src/tools/offload-x) does not build; see above")
 tool = os.path.join(cache, "tools-target", "release", "offload-x")

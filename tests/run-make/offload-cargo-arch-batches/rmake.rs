@@ -7,8 +7,9 @@
 //! alone builds into `offload/device`, whose `amdgcn` folder was built for `gfx90a`: cargo's
 //! fingerprints do not see the wrapper's flags, so that target's crates are built again (and
 //! only those), for `gfx942`; back to `gfx90a` likewise, and once more finds everything fresh.
-//! A kernel crate that fails to compile for one target only fails the run with an error that
-//! names that arch (rustc's own errors do not say which target they are from).
+//! A kernel crate that fails to compile for two targets shows both targets' errors and fails the
+//! run with an error that names those two archs (rustc's errors do not say which target they are
+//! from).
 
 //@ only-x86_64
 //@ needs-offload
@@ -16,37 +17,10 @@
 use std::path::Path;
 
 use run_make_support::offload::{
-    cargo_offload, cargo_offload_fails, image_ir, llvm_tool, write_workspace,
+    ADD_ONE_KERNEL, ADD_ONE_PRELUDE, add_one_program, cargo_offload, cargo_offload_fails, image_ir,
+    llvm_tool, write_workspace,
 };
 use run_make_support::{cmd, cwd, rfs};
-
-const KERNELS: &str = r#"#![feature(gpu_offload)]
-#![no_std]
-
-use core::offload::{block_dim_x, block_idx_x, offload_kernel, thread_idx_x};
-
-#[offload_kernel]
-pub fn add_one(y: &mut [u32]) {
-    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
-    if i < y.len() {
-        y[i] += 1;
-    }
-}
-"#;
-
-const APP: &str = r#"#![feature(gpu_offload)]
-
-fn main() {
-    let mut y = vec![41u32; 256];
-    core::offload::offload! {
-        kernel = kernels::add_one,
-        workgroup_dim = [4, 1, 1],
-        thread_dim = [64, 1, 1],
-        args = (&mut y[..],),
-    }
-    println!("right={}", y.iter().filter(|v| **v == 42).count());
-}
-"#;
 
 /// The GPU that the amdgcn code object `file` was built for, as `llvm-readobj` names its
 /// `e_flags` machine (`EF_AMDGPU_MACH_AMDGCN_GFX90A`, say).
@@ -85,11 +59,13 @@ fn compiled(stderr: &str) -> Vec<&str> {
 
 fn main() {
     let ws = cwd().join("ws");
+    let kernels = format!("{ADD_ONE_PRELUDE}{ADD_ONE_KERNEL}");
+    let app = add_one_program("println!(\"right={right}\");");
     write_workspace(
         &ws,
         &[
-            ("kernels", "", "lib.rs", KERNELS),
-            ("app", "kernels = { path = \"../kernels\" }\n", "main.rs", APP),
+            ("kernels", "", "lib.rs", &kernels),
+            ("app", "kernels = { path = \"../kernels\" }\n", "main.rs", &app),
         ],
     );
     let images = ws.join("target/offload/images");
@@ -139,15 +115,23 @@ fn main() {
     let stderr = again.stderr_utf8();
     assert_eq!(compiled(&stderr), Vec::<&str>::new(), "{stderr}");
 
-    // A kernel crate that fails for one target only: the error names that arch alone.
+    // A kernel crate that fails for two of the three targets: the run goes on past the first
+    // failure (each arch's error is shown), and the error names those two archs alone.
     let lib = ws.join("kernels/src/lib.rs");
-    let only_nvptx = "#[cfg(target_arch = \"nvptx64\")]\ncompile_error!(\"not for nvptx\");\n";
-    rfs::write(&lib, format!("{KERNELS}{only_nvptx}"));
+    let two_fail = "#[cfg(target_arch = \"nvptx64\")]\ncompile_error!(\"not for nvptx\");\n\
+                    #[cfg(all(offload_device, target_arch = \"x86_64\"))]\n\
+                    compile_error!(\"not for the CPU device\");\n";
+    rfs::write(&lib, format!("{kernels}{two_fail}"));
     let fails = cargo_offload_fails(&ws, &["build", "--offload-arch=gfx90a,sm_90,host"]);
     let stderr = fails.stderr_utf8();
-    let sm_90 = "error: [cargo offload] device pass sm_90 (nvptx64-nvidia-cuda, the toolchain's \
-                 core) failed (cargo's messages are above)";
-    assert!(stderr.contains("not for nvptx") && stderr.contains(sm_90), "{stderr}");
+    let failed = "error: [cargo offload] device pass sm_90 (nvptx64-nvidia-cuda, the toolchain's \
+                  core) and device pass host (x86_64-unknown-linux-gnu, the toolchain's core) \
+                  failed (cargo's messages are above)";
+    assert!(
+        stderr.contains("not for nvptx") && stderr.contains("not for the CPU device"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(failed), "{stderr}");
     assert!(
         !stderr.contains("gfx90a (amdgcn-amd-amdhsa, the toolchain's core) failed"),
         "{stderr}"

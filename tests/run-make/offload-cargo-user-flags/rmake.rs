@@ -12,15 +12,13 @@
 use std::path::Path;
 
 use run_make_support::offload::{
-    cargo_offload, cargo_offload_with, package_manifest, write_workspace,
+    ADD_ONE_KERNEL, ADD_ONE_PRELUDE, add_one_program, cargo_offload, cargo_offload_with,
+    package_manifest, write_workspace,
 };
 use run_make_support::{CompletedProcess, cwd, rfs};
 
-const KERNELS: &str = r#"#![feature(gpu_offload)]
-#![no_std]
-
-use core::offload::{block_dim_x, block_idx_x, offload_kernel, thread_idx_x};
-
+/// What the kernel crate adds to [`ADD_ONE_KERNEL`].
+const KERNELS_OWN: &str = r#"
 /// Where this build of the crate runs.
 #[cfg(not(offload_device))]
 pub const BUILT_FOR: &str = "host";
@@ -29,34 +27,15 @@ pub const BUILT_FOR: &str = "host";
 #[cfg(all(offload_device, any(from_config, from_env)))]
 compile_error!("a device pass took the host's flags");
 
-#[offload_kernel]
-pub fn add_one(y: &mut [u32]) {
-    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
-    if i < y.len() {
-        y[i] += 1;
-    }
-}
 "#;
 
-const APP: &str = r#"#![feature(gpu_offload)]
-
-fn main() {
-    let mut y = vec![41u32; 256];
-    core::offload::offload! {
-        kernel = kernels::add_one,
-        workgroup_dim = [4, 1, 1],
-        thread_dim = [64, 1, 1],
-        args = (&mut y[..],),
-    }
-    let right = y.iter().filter(|v| **v == 42).count();
-    println!(
+/// What the program prints after the launch.
+const REPORT: &str = r#"println!(
         "{} config={} env={} right={right}",
         kernels::BUILT_FOR,
         cfg!(from_config),
         cfg!(from_env)
-    );
-}
-"#;
+    );"#;
 
 /// The `--check-cfg` of the two `cfg`s, in both places that set one.
 const CHECK: &str = "--check-cfg=cfg(from_config,from_env)";
@@ -70,11 +49,13 @@ fn check(run: &CompletedProcess, line: &str) {
 
 fn main() {
     let ws = cwd().join("ws");
+    let kernels = format!("{ADD_ONE_PRELUDE}{KERNELS_OWN}{ADD_ONE_KERNEL}");
+    let app = add_one_program(REPORT);
     write_workspace(
         &ws,
         &[
-            ("kernels", "", "lib.rs", KERNELS),
-            ("app", "kernels = { path = \"../kernels\" }\n", "main.rs", APP),
+            ("kernels", "", "lib.rs", &kernels),
+            ("app", "kernels = { path = \"../kernels\" }\n", "main.rs", &app),
         ],
     );
     // The kernel crate declares the two `cfg`s itself, for its device passes too.

@@ -12,6 +12,7 @@ use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::mem::take;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 use offload_manifest_format::Manifest;
@@ -84,13 +85,26 @@ impl Log {
                 }
                 child.wait()
             })(),
-            Log::Buffered(buffer) => cmd.stdin(Stdio::null()).output().map(|out| {
-                buffer.extend_from_slice(&out.stderr);
-                for line in String::from_utf8_lossy(&out.stdout).lines() {
-                    buffer.extend_from_slice(shown(line, &mut needs_std).as_bytes());
-                }
-                out.status
-            }),
+            // Cargo's lines (stderr) and rustc's diagnostics (stdout, JSON) in the order they
+            // come, as a terminal would show them.
+            Log::Buffered(buffer) => (|| {
+                let mut child = cmd.stdin(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+                let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+                let lines = Mutex::new(Vec::new());
+                std::thread::scope(|scope| {
+                    scope.spawn(|| {
+                        for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+                            lines.lock().unwrap().extend_from_slice(format!("{line}\n").as_bytes());
+                        }
+                    });
+                    for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+                        let shown = shown(&line, &mut needs_std);
+                        lines.lock().unwrap().extend_from_slice(shown.as_bytes());
+                    }
+                });
+                buffer.extend_from_slice(&lines.into_inner().unwrap());
+                child.wait()
+            })(),
         };
         let status = status.map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?;
         if !status.success() {
@@ -885,6 +899,9 @@ impl<'a> Build<'a> {
         }
         build
             .args(if *core == DeviceCore::BuildStd { &["-Zbuild-std=core"][..] } else { &[] })
+            // A crate that fails for one target does not stop the others: each arch's errors
+            // are shown, as when each arch had a run of its own.
+            .arg("--keep-going")
             .arg("--target-dir")
             .arg(target_dir)
             // The image and the records beside it are looked for under the target folder, which

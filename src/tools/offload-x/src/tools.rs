@@ -32,9 +32,16 @@ fn tool_cargo(project: &Path, cache: &Cache, tool: &str, args: &[&str]) -> Comma
         ])
         .arg(format!("source.vendored.directory='{}'", cache.tree().join("vendor").display()))
         .env("CARGO_TARGET_DIR", cache.root.join("tools-target"))
+        // The caller's flags, wrappers and configuration are for the fork's compiler (`./x.py
+        // cargo` in a workspace of theirs), not for our tools and the stage-0 toolchain.
+        .current_dir(project)
         .env_remove("RUSTUP_TOOLCHAIN")
         .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTC_WRAPPER")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("RUSTC");
     cmd
 }
 

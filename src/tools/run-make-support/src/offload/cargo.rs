@@ -94,6 +94,47 @@ pub fn write_workspace(ws: &Path, members: &[Member<'_>]) {
     }
 }
 
+/// The start of a kernel crate's `lib.rs` for [`ADD_ONE_KERNEL`]: `no_std`, the grid's indices
+/// and the attribute in scope.
+pub const ADD_ONE_PRELUDE: &str = "#![feature(gpu_offload)]
+#![no_std]
+
+use core::offload::{block_dim_x, block_idx_x, offload_kernel, thread_idx_x};
+";
+
+/// A kernel, `add_one`, that adds one to each element of a `u32` slice, one work item per
+/// element (the work items past its end do nothing); its crate starts with [`ADD_ONE_PRELUDE`].
+pub const ADD_ONE_KERNEL: &str = "#[offload_kernel]
+pub fn add_one(y: &mut [u32]) {
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+    if i < y.len() {
+        y[i] += 1;
+    }
+}
+";
+
+/// The `main.rs` of a program that launches [`ADD_ONE_KERNEL`] of the crate `kernels` over 256
+/// elements of 41 (4 blocks of 64 work items) and then runs `report`, statements that may read
+/// `right`: how many elements became 42.
+pub fn add_one_program(report: &str) -> String {
+    format!(
+        "#![feature(gpu_offload)]
+
+fn main() {{
+    let mut y = vec![41u32; 256];
+    core::offload::offload! {{
+        kernel = kernels::add_one,
+        workgroup_dim = [4, 1, 1],
+        thread_dim = [64, 1, 1],
+        args = (&mut y[..],),
+    }}
+    let right = y.iter().filter(|v| **v == 42).count();
+    {report}
+}}
+"
+    )
+}
+
 /// Copies the folder `from` to `to`, without a `target/` folder.
 pub fn copy_dir(from: &Path, to: &Path) {
     rfs::create_dir_all(to);

@@ -12,8 +12,9 @@ pub mod passes;
 pub mod toolchain;
 
 pub use cargo::{
-    Member, cargo_offload, cargo_offload_fails, cargo_offload_fails_with, cargo_offload_with,
-    copy_dir, package_manifest, reports, write_workspace,
+    ADD_ONE_KERNEL, ADD_ONE_PRELUDE, Member, add_one_program, cargo_offload, cargo_offload_fails,
+    cargo_offload_fails_with, cargo_offload_with, copy_dir, package_manifest, reports,
+    write_workspace,
 };
 pub use image::{
     VendorReport, check_manifest_format, code_object_kernels, compare_kernels, cubin_kernels,
