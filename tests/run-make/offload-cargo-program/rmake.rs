@@ -178,6 +178,17 @@ fn main() {
         "{}",
         unknown.stderr_utf8()
     );
+    // A GPU that the arch's pattern admits but that its target lacks: refused before any pass
+    // (rustc would only warn, crate by crate, and `llc` would fail on the image).
+    for (arch, target) in [("gfx9999", "amdgcn-amd-amdhsa"), ("sm_9", "nvptx64-nvidia-cuda")] {
+        let arg = format!("--offload-arch=host,{arch}");
+        let stderr = cargo_offload_fails(&ws, &["build", arg.as_str()]).stderr_utf8();
+        let line = format!(
+            "error: [cargo offload] unknown offload arch `{arch}`: `{target}` has no processor \
+             `{arch}`"
+        );
+        assert!(stderr.contains(&line) && !stderr.contains("host pass"), "{stderr}");
+    }
     outside_kernel_crate();
 }
 

@@ -30,7 +30,8 @@ use crate::registration::{link_record, link_stamp, wrap_images};
 use crate::util::{Failure, Result, copy_if_changed, fail, forget_other_compilers_output};
 use crate::vendor::{device_binary, runtime_lib_dir};
 use crate::workspace::{
-    Workspace, host_triple, manifest_path_args, profile_args, profile_dir, source_args, workspace,
+    Workspace, check_gpu_archs, host_triple, manifest_path_args, profile_args, profile_dir,
+    rustc_version, source_args, workspace,
 };
 use crate::wrapper::encode_target_flags;
 
@@ -529,11 +530,15 @@ impl<'a> Build<'a> {
     /// manifests' folder.
     fn new(inv: &'a Invocation) -> Result<Build<'a>> {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let host = host_triple()?;
+        let version = rustc_version()?;
+        let host = host_triple(&version)?;
         let archs = inv.archs.iter().map(|a| Arch::parse(a, &host)).collect::<Result<Vec<_>>>()?;
         let ws = workspace(&cargo, &inv.cargo_args)?;
         let dir = ws.target_dir.join("offload");
         forget_other_compilers_output(&dir)?;
+        fs::create_dir_all(&dir)
+            .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
+        check_gpu_archs(&archs, &dir, &version)?;
         let manifests = dir.join("manifests");
         let images_dir = dir.join("images");
         for folder in [&manifests, &images_dir] {

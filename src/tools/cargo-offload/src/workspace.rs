@@ -317,17 +317,76 @@ fn program_selector(kinds: &[&str], name: &str) -> Option<Vec<String>> {
     Some(vec![flag.to_string(), name.to_string()])
 }
 
-/// The host's target triple, from `rustc -vV`.
-pub(crate) fn host_triple() -> Result<String> {
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let out = Command::new(&rustc)
-        .arg("-vV")
-        .output()
-        .map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
-    String::from_utf8_lossy(&out.stdout)
+/// What `rustc -vV` prints of the toolchain's rustc (`RUSTC`, or `rustc` on `PATH`): its
+/// version, commit and host.
+pub(crate) fn rustc_version() -> Result<String> {
+    let out =
+        rustc().arg("-vV").output().map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The host's target triple, from `version` (`rustc -vV`: [`rustc_version`]).
+pub(crate) fn host_triple(version: &str) -> Result<String> {
+    version
         .lines()
         .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
         .ok_or_else(|| Failure::new("`rustc -vV` names no host"))
+}
+
+/// The toolchain's rustc: `RUSTC`, or `rustc` on `PATH`.
+fn rustc() -> Command {
+    Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()))
+}
+
+/// Refuses each GPU arch of `archs` that its target's processors lack (`gfx9999`, `sm_9`):
+/// rustc would only warn, once per crate, and the vendor tools would then fail on the image
+/// (`llc` with a crash). The processors are those of `rustc --print target-cpus --target
+/// <triple>` ([`target_cpus`]), kept in `<dir>/target-cpus-<triple>` with the `rustc -vV`
+/// (`version`) that printed them, so that rustc is asked once per toolchain.
+pub(crate) fn check_gpu_archs(
+    archs: &[crate::args::Arch],
+    dir: &Path,
+    version: &str,
+) -> Result<()> {
+    for arch in archs.iter().filter(|a| a.device.arch_is_cpu) {
+        let Some(cpu) = &arch.cpu else { continue };
+        let record = dir.join(format!("target-cpus-{}", arch.target));
+        let kept = std::fs::read_to_string(&record).ok();
+        let listing = match kept.as_deref().and_then(|k| k.strip_prefix(version)) {
+            Some(listing) => listing.to_string(),
+            None => {
+                let out = rustc()
+                    .args(["--print", "target-cpus", "--target", &arch.target])
+                    .output()
+                    .map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
+                let listing = String::from_utf8_lossy(&out.stdout).into_owned();
+                // Without a listing (an old rustc, a failure) the device pass reports it.
+                if !out.status.success() || target_cpus(&listing).is_empty() {
+                    continue;
+                }
+                let _ = std::fs::write(&record, format!("{version}{listing}"));
+                listing
+            }
+        };
+        if !target_cpus(&listing).contains(&cpu.as_str()) {
+            return Err(Failure::usage(format!(
+                "unknown offload arch `{}`: `{}` has no processor `{cpu}` (`rustc --print \
+                 target-cpus --target {}` lists those it has)",
+                arch.name, arch.target, arch.target
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The processors in `listing`, the output of `rustc --print target-cpus`: the first word of
+/// each indented line (a line may go on with a description).
+fn target_cpus(listing: &str) -> Vec<&str> {
+    listing
+        .lines()
+        .filter(|l| l.starts_with(char::is_whitespace))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect()
 }
 
 /// The `--release`/`--profile` of the user's cargo args, as the profile folder name.
@@ -406,6 +465,15 @@ mod tests {
 
     use super::*;
     use crate::util::strings;
+
+    #[test]
+    fn target_cpus_are_the_first_words_of_the_indented_lines() {
+        let listing = "Available CPUs for this target:\n    generic         - This is the \
+                       default target CPU for the current build target.\n    gfx90a\n    \
+                       gfx942\n\n";
+        assert_eq!(target_cpus(listing), ["generic", "gfx90a", "gfx942"]);
+        assert!(target_cpus("error: unknown print request: `target-cpus`\n").is_empty());
+    }
 
     #[test]
     fn profile_folder_follows_release_and_profile() {
