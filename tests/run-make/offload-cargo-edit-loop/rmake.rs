@@ -22,7 +22,9 @@
 //!   runs the device pass first again;
 //! - after an edit of the program that drops its launch (the launches change), the device pass
 //!   runs again after the host pass, with the new launches; its image, of the same kernel, has
-//!   the bytes of the last, so the program that the host pass linked with it stands.
+//!   the bytes of the last, so the program that the host pass linked with it stands;
+//! - a release build in between leaves the dev build fresh: no vendor tool, no compilation, no
+//!   link.
 
 //@ only-x86_64
 //@ needs-offload
@@ -265,5 +267,16 @@ fn main() {
     assert_eq!(device, ["offload-image"], "{launch_edit}");
     let link_run = step_lines(again, "host pass (x86_64-unknown-linux-gnu): link");
     assert_eq!(compiled(&link_run), Vec::<&str>::new(), "{launch_edit}");
+    assert_eq!(run(&ws).trim(), "edit 2: y[10] = 32, y[999] = 2999");
+
+    // A release build in between leaves the dev build as it was: each profile keeps its own
+    // images and registration, so the dev build after it runs no vendor tool and compiles and
+    // links nothing.
+    cargo_offload(&ws, &["build", "--release", "--offload-arch=host"]);
+    let dev_again = build(&ws);
+    let image = dev_again.lines().find(|l| l.starts_with("[cargo offload] image host: "));
+    assert!(image.is_some_and(|l| l.contains("(unchanged)")), "{dev_again}");
+    let lines: Vec<&str> = dev_again.lines().collect();
+    assert_eq!(compiled(&lines), Vec::<&str>::new(), "{dev_again}");
     assert_eq!(run(&ws).trim(), "edit 2: y[10] = 32, y[999] = 2999");
 }

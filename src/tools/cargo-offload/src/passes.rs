@@ -517,7 +517,9 @@ struct Build<'a> {
     dir: PathBuf,
     /// The manifests that the host pass writes, one per crate.
     manifests: PathBuf,
-    /// `<dir>/images`: the images, their registration and the image the host pass names.
+    /// `<dir>/images`: the loadable images of the last build, and the image the host pass
+    /// names; each profile's images and registration are in a folder of it
+    /// ([`Build::profile_images`]).
     images_dir: PathBuf,
     /// The profile folder (`debug`, `release`, ...) of the user's cargo args.
     profile: String,
@@ -541,7 +543,8 @@ impl<'a> Build<'a> {
         check_gpu_archs(&archs, &dir, &version)?;
         let manifests = dir.join("manifests");
         let images_dir = dir.join("images");
-        for folder in [&manifests, &images_dir] {
+        let profile = profile_dir(&inv.cargo_args);
+        for folder in [&manifests, &images_dir.join(&profile)] {
             fs::create_dir_all(folder)
                 .map_err(|e| Failure::new(format!("cannot create {}: {e}", folder.display())))?;
         }
@@ -554,7 +557,7 @@ impl<'a> Build<'a> {
             dir,
             manifests,
             images_dir,
-            profile: profile_dir(&inv.cargo_args),
+            profile,
             check_cfg: format!("--check-cfg=cfg({DEVICE_CFG})"),
         })
     }
@@ -601,6 +604,19 @@ impl<'a> Build<'a> {
                 .map_err(|e| Failure::new(format!("cannot lock {}: {e}", path.display())))?;
         }
         Ok(file)
+    }
+
+    /// Where this profile's images are made, and registered (`<dir>/images/<profile>`): each
+    /// profile keeps its own, so that a build of another profile in between does not make the
+    /// vendor tools and the link run again (a program of each profile is linked with its own
+    /// images). The loadable images of the last build are copied to `<dir>/images`.
+    fn profile_images(&self) -> PathBuf {
+        self.images_dir.join(&self.profile)
+    }
+
+    /// The registration object of this profile's images ([`Build::profile_images`]).
+    fn registration(&self) -> PathBuf {
+        self.profile_images().join("offload-registration.o")
     }
 
     /// Where the host pass's compile run records the programs it compiled.
@@ -990,7 +1006,8 @@ impl<'a> Build<'a> {
                     image.display()
                 ));
             }
-            let (binary, summary) = device_binary(&self.images_dir, arch, &image, release)?;
+            let (binary, summary) =
+                device_binary(&self.profile_images(), &self.images_dir, arch, &image, release)?;
             let built = deps.parent().unwrap_or(deps).join(BUILT);
             fs::File::create(&built)
                 .and_then(|f| f.set_modified(began))
@@ -1092,8 +1109,8 @@ impl<'a> Build<'a> {
     /// Returns the link arguments of the host pass's link run.
     fn register(&self, packaged: &[(PathBuf, PathBuf)]) -> Result<Vec<String>> {
         let start = Instant::now();
-        let registration = self.images_dir.join("offload-registration.o");
-        wrap_images(&self.images_dir, &self.host, packaged, &registration)?;
+        let registration = self.registration();
+        wrap_images(&self.profile_images(), &self.host, packaged, &registration)?;
         let images = if packaged.len() == 1 { "" } else { "s" };
         progress(
             &format!(
@@ -1167,7 +1184,7 @@ impl<'a> Build<'a> {
                     eprintln!(
                         "[cargo offload] built {lib}: link it with {} -L{rt} -lomptarget -lomp \
                          -Wl,-rpath,{rt} -Wl,--allow-shlib-undefined",
-                        self.images_dir.join("offload-registration.o").display(),
+                        self.registration().display(),
                         rt = runtime_lib_dir().display()
                     );
                 }

@@ -10,7 +10,7 @@ use offload_targets::{Role, Tools};
 
 use crate::args::Arch;
 use crate::env;
-use crate::util::{Failure, Result, fail};
+use crate::util::{Failure, Result, copy_if_changed, fail};
 
 /// An LLVM tool: from `CARGO_OFFLOAD_LLVM_BIN` (default `/usr/lib/llvm-22/bin`) where it is
 /// there, else by its name on `PATH`.
@@ -124,10 +124,13 @@ impl ToolRecord {
 /// device target's vendor steps (`offload_targets`), with `-O2`/`-O3` for `llc`; every image is
 /// linked with nothing undefined but, for the CPU device, the C library the program has.
 /// The outputs of the last build are kept when its tools, their arguments and its image were the
-/// same (recorded in `<dir>/<arch>.vendor-record`). Returns the packaged file and a summary
-/// (kind, file, bytes).
+/// same (recorded in `<dir>/<arch>.vendor-record`). The loadable image (and the PTX of an
+/// NVIDIA GPU) is copied into `publish` (unless that copy is the same already), where a user
+/// finds it whichever folder `dir` is. Returns the packaged file and a summary (kind, published
+/// file, bytes).
 pub(crate) fn device_binary(
     dir: &Path,
+    publish: &Path,
     arch: &Arch,
     image: &Path,
     release: bool,
@@ -160,9 +163,16 @@ pub(crate) fn device_binary(
     if let Some(cpu) = &arch.cpu {
         spec.push_str(&format!(",arch={cpu}"));
     }
-    let summary = || {
-        let bytes = fs::metadata(&loadable).map(|m| m.len()).unwrap_or(0);
-        format!("{} {} ({bytes} bytes)", arch.device.image_kind, loadable.display())
+    let published = publish.join(loadable.file_name().unwrap_or_default());
+    // The loadable image, and the assembly of a target that has one (PTX), which a user reads.
+    let assembly = base.with_extension("ptx");
+    let summary = || -> Result<String> {
+        copy_if_changed(&loadable, &published)?;
+        if assembly.is_file() {
+            copy_if_changed(&assembly, &publish.join(assembly.file_name().unwrap_or_default()))?;
+        }
+        let bytes = fs::metadata(&published).map(|m| m.len()).unwrap_or(0);
+        Ok(format!("{} {} ({bytes} bytes)", arch.device.image_kind, published.display()))
     };
 
     // A host-only edit, or an arch whose kernels did not change, gives the same record.
@@ -174,7 +184,7 @@ pub(crate) fn device_binary(
     tools.push((packager.clone(), vec!["-o".to_string(), out_arg.clone(), spec.clone()]));
     let record = ToolRecord::new(&what, base.with_extension("vendor-record"), &tools, &[image])?;
     if record.unchanged(&[&loadable, &packaged]) {
-        return Ok((packaged, format!("{} (unchanged)", summary())));
+        return Ok((packaged, format!("{} (unchanged)", summary()?)));
     }
     record.forget(&what)?;
 
@@ -186,7 +196,7 @@ pub(crate) fn device_binary(
     }
     tool(&what, &packager, &[&"-o", &out_arg, &spec])?;
     record.keep(&what)?;
-    Ok((packaged, summary()))
+    Ok((packaged, summary()?))
 }
 
 #[cfg(test)]
