@@ -23,7 +23,9 @@ env.pop("RUSTUP_TOOLCHAIN", None)
 # with the stable stage-0 toolchain.
 build_env = {k: v for k, v in env.items()
              if k not in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "RUSTC_WRAPPER",
-                          "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_TARGET", "RUSTC")}
+                          "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_TARGET", "RUSTC",
+                          "CARGO_BUILD_RUSTC_WRAPPER", "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER",
+                          "CARGO_BUILD_RUSTC", "CARGO_BUILD_RUSTFLAGS")}
 # In the project's folder: a `.cargo/config.toml` of the caller's workspace is for the fork's
 # compiler too.
 build = subprocess.run([cargo, "build", "--quiet", "--release", "--manifest-path",

@@ -6,7 +6,8 @@
 //! each code object is its GPU's, and the program runs right on the CPU device. Then `gfx942`
 //! alone builds into `offload/device`, whose `amdgcn` folder was built for `gfx90a`: cargo's
 //! fingerprints do not see the wrapper's flags, so that target's crates are built again (and
-//! only those), for `gfx942`; back to `gfx90a` likewise, and once more finds everything fresh.
+//! only those), for `gfx942`, and `offload/images` keeps only its image; back to `gfx90a`
+//! likewise, and once more finds everything fresh.
 //! A kernel crate that fails to compile for two targets shows both targets' errors and fails the
 //! run with an error that names those two archs (rustc's errors do not say which target they are
 //! from).
@@ -101,6 +102,10 @@ fn main() {
     assert_eq!(compiled(&stderr), ["kernels", "offload-image"], "gfx942 alone:\n{stderr}");
     assert_eq!(ir_cpu(&shared_amd), "gfx942");
     assert_eq!(amdgpu_mach(&images.join("gfx942.so")), "EF_AMDGPU_MACH_AMDGCN_GFX942");
+    // `offload/images` holds the last build's images only.
+    for other in ["gfx90a.so", "sm_90.cubin", "sm_90.ptx", "host.so"] {
+        assert!(!images.join(other).exists(), "{other} is left from an earlier build");
+    }
 
     // Back to gfx90a: amdgcn is built again, the other two targets are fresh.
     let back = cargo_offload(&ws, &["run", "--offload-arch=gfx90a,sm_90,host"]);

@@ -80,8 +80,7 @@ impl Log {
         let status = match self {
             Log::Live => (|| {
                 let mut child = cmd.spawn()?;
-                let stdout = BufReader::new(child.stdout.take().unwrap());
-                for line in stdout.lines().map_while(|l| l.ok()) {
+                for line in lossy_lines(child.stdout.take().unwrap()) {
                     eprint!("{}", shown(&line, &mut needs_std));
                 }
                 child.wait()
@@ -94,11 +93,11 @@ impl Log {
                 let lines = Mutex::new(Vec::new());
                 std::thread::scope(|scope| {
                     scope.spawn(|| {
-                        for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+                        for line in lossy_lines(stderr) {
                             lines.lock().unwrap().extend_from_slice(format!("{line}\n").as_bytes());
                         }
                     });
-                    for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+                    for line in lossy_lines(stdout) {
                         let shown = shown(&line, &mut needs_std);
                         lines.lock().unwrap().extend_from_slice(shown.as_bytes());
                     }
@@ -127,6 +126,23 @@ impl Log {
             let _ = std::io::stderr().write_all(&buffer);
         }
     }
+}
+
+/// The lines of `pipe` until it ends or fails, each without its line end; a line that is not
+/// UTF-8 is read lossily rather than ending the reading (the writer would then find the pipe
+/// closed).
+fn lossy_lines(pipe: impl std::io::Read) -> impl Iterator<Item = String> {
+    let mut reader = BufReader::new(pipe);
+    std::iter::from_fn(move || {
+        let mut bytes = Vec::new();
+        match reader.read_until(b'\n', &mut bytes) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => {
+                let line = String::from_utf8_lossy(&bytes);
+                Some(line.trim_end_matches(['\n', '\r']).to_string())
+            }
+        }
+    })
 }
 
 /// Cargo's `--message-format` for a pass whose messages `cargo offload` reads: JSON, with
@@ -544,7 +560,9 @@ impl<'a> Build<'a> {
         let manifests = dir.join("manifests");
         let images_dir = dir.join("images");
         let profile = profile_dir(&inv.cargo_args);
-        for folder in [&manifests, &images_dir.join(&profile)] {
+        // The profile's own folder of images is made once a cargo pass took the profile's
+        // name (which becomes a path there), after the device passes' cargo run.
+        for folder in [&manifests, &images_dir] {
             fs::create_dir_all(folder)
                 .map_err(|e| Failure::new(format!("cannot create {}: {e}", folder.display())))?;
         }
@@ -612,6 +630,28 @@ impl<'a> Build<'a> {
     /// images). The loadable images of the last build are copied to `<dir>/images`.
     fn profile_images(&self) -> PathBuf {
         self.images_dir.join(&self.profile)
+    }
+
+    /// Removes from `<dir>/images` what is not this build's: the loadable images and PTX of
+    /// archs that it does not build, and the files that builds before each profile had its own
+    /// folder made there (the vendor tools' outputs and records, the registration). What is
+    /// left there is the last build's, as the docs say.
+    fn forget_unpublished(&self) {
+        let ours: BTreeSet<&str> = self.archs.iter().map(|a| a.name.as_str()).collect();
+        for entry in fs::read_dir(&self.images_dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if !path.is_file() {
+                continue;
+            }
+            let (Some(stem), Some(ext)) = (path.file_stem(), path.extension()) else { continue };
+            let (stem, ext) = (stem.to_string_lossy(), ext.to_string_lossy());
+            let published = matches!(&*ext, "so" | "cubin" | "ptx");
+            let earlier_layout = stem.starts_with("offload-registration")
+                || matches!(&*ext, "vendor-record" | "offload" | "bc" | "o");
+            if (published && !ours.contains(&*stem)) || earlier_layout {
+                let _ = fs::remove_file(&path);
+            }
+        }
     }
 
     /// The registration object of this profile's images ([`Build::profile_images`]).
@@ -958,6 +998,10 @@ impl<'a> Build<'a> {
         };
         let began = SystemTime::now();
         log.cargo_pass(&what, build, failed)?;
+        let profile_images = self.profile_images();
+        fs::create_dir_all(&profile_images).map_err(|e| {
+            Failure::new(format!("cannot create {}: {e}", profile_images.display()))
+        })?;
         // The vendor tools of the archs at once: each runs one process at a time.
         let made: Vec<(Result<(PathBuf, PathBuf)>, Option<String>)> = std::thread::scope(|scope| {
             let threads: Vec<_> = batch
@@ -1108,6 +1152,7 @@ impl<'a> Build<'a> {
     /// The registration object of the `packaged` images, and the image the host pass names.
     /// Returns the link arguments of the host pass's link run.
     fn register(&self, packaged: &[(PathBuf, PathBuf)]) -> Result<Vec<String>> {
+        self.forget_unpublished();
         let start = Instant::now();
         let registration = self.registration();
         wrap_images(&self.profile_images(), &self.host, packaged, &registration)?;
@@ -1281,6 +1326,13 @@ mod tests {
         assert_eq!(batch_indexes(&[(amd, 0), (amd, 0), (nv, 0)]), [vec![0, 2], vec![1]]);
         // `core` from the sysroot beside `core` built from source: two runs.
         assert_eq!(batch_indexes(&[(amd, 0), (nv, 1), (cpu, 0)]), [vec![0, 2], vec![1]]);
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_does_not_end_the_reading() {
+        let bytes: &[u8] = b"first\n\xff\xfe second\r\nthird";
+        let lines: Vec<String> = lossy_lines(bytes).collect();
+        assert_eq!(lines, ["first", "\u{fffd}\u{fffd} second", "third"]);
     }
 
     #[test]

@@ -352,7 +352,9 @@ pub(crate) fn check_gpu_archs(
         let Some(cpu) = &arch.cpu else { continue };
         let record = dir.join(format!("target-cpus-{}", arch.target));
         let kept = std::fs::read_to_string(&record).ok();
-        let listing = match kept.as_deref().and_then(|k| k.strip_prefix(version)) {
+        // A record without processors (cut short) is asked again, not trusted.
+        let kept = kept.as_deref().and_then(|k| k.strip_prefix(version));
+        let listing = match kept.filter(|listing| !target_cpus(listing).is_empty()) {
             Some(listing) => listing.to_string(),
             None => {
                 let out = rustc()
@@ -364,7 +366,13 @@ pub(crate) fn check_gpu_archs(
                 if !out.status.success() || target_cpus(&listing).is_empty() {
                     continue;
                 }
-                let _ = std::fs::write(&record, format!("{version}{listing}"));
+                // Written beside and renamed, so that a reader never sees half a record.
+                let part = record.with_extension(format!("part{}", std::process::id()));
+                let written = std::fs::write(&part, format!("{version}{listing}"))
+                    .and_then(|()| std::fs::rename(&part, &record));
+                if written.is_err() {
+                    let _ = std::fs::remove_file(&part);
+                }
                 listing
             }
         };

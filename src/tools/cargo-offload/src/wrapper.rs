@@ -324,21 +324,20 @@ pub(crate) fn wrap_device_rustc(
     let extra = target.map_or(Vec::new(), |t| flags_of(target_flags, t));
     if crate_name(args) == Some("___") && args.iter().any(|a| a == "--print=file-names") {
         cmd.args(args).args(&extra);
-        return if program.is_some() {
-            probe_with_programs(&mut cmd)
-        } else {
-            run_rustc(rustc, cmd)
-        };
-    }
-    let is_program = program.is_some()
-        && args.iter().any(|a| is_flag(a, "--target"))
-        && crate_name(args) == program;
-    if is_program {
-        cmd.args(as_rlib(args));
+        if program.is_some() {
+            return probe_with_programs(&mut cmd);
+        }
     } else {
-        cmd.args(args);
+        let is_program = program.is_some()
+            && args.iter().any(|a| is_flag(a, "--target"))
+            && crate_name(args) == program;
+        if is_program {
+            cmd.args(as_rlib(args));
+        } else {
+            cmd.args(args);
+        }
+        cmd.args(extra);
     }
-    cmd.args(extra);
     let code = match cmd.status() {
         Ok(status) => status.code().unwrap_or(1),
         Err(e) => {

@@ -41,7 +41,11 @@ fn tool_cargo(project: &Path, cache: &Cache, tool: &str, args: &[&str]) -> Comma
         .env_remove("RUSTC_WRAPPER")
         .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .env_remove("CARGO_BUILD_TARGET")
-        .env_remove("RUSTC");
+        .env_remove("RUSTC")
+        .env_remove("CARGO_BUILD_RUSTC_WRAPPER")
+        .env_remove("CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CARGO_BUILD_RUSTC")
+        .env_remove("CARGO_BUILD_RUSTFLAGS");
     cmd
 }
 
