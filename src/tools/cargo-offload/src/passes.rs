@@ -1073,9 +1073,9 @@ impl<'a> Build<'a> {
 
     /// The cargo command of a device pass that builds `builder`, without the target, its
     /// folder and the flags ([`Build::device_flags`]): the image crate with cargo's built-in
-    /// profiles, or the program with the user's profile, features and `cargo-offload` as
-    /// `RUSTC_WRAPPER`. Returns it with the profile folder and the folder under it where the
-    /// image goes.
+    /// profiles, or the program with the user's profile and features, named to the wrapper
+    /// ([`env::DEVICE_PROGRAM`]). Returns it with the profile folder and the folder under it
+    /// where the image goes.
     fn device_cargo(&self, builder: &ImageBuilder) -> Result<(Command, String, &'static str)> {
         Ok(match builder {
             ImageBuilder::ImageCrate(image_crate) => {
@@ -1091,7 +1091,6 @@ impl<'a> Build<'a> {
                 (build, profile.to_string(), "deps")
             }
             ImageBuilder::Program { krate, program, features, .. } => {
-                let exe = current_exe()?;
                 let mut build = cargo_command(&self.cargo, "build");
                 build
                     .args(manifest_path_args(&self.inv.cargo_args))
@@ -1104,10 +1103,8 @@ impl<'a> Build<'a> {
                     let list: Vec<&str> = features.iter().map(String::as_str).collect();
                     build.args(["--features", &list.join(",")]);
                 }
-                build
-                    .env("RUSTC_WRAPPER", exe)
-                    .env(env::DEVICE_PROGRAM, krate)
-                    .env_remove(env::HOST_METADATA_DIR);
+                // `cargo-offload` is every device pass's `RUSTC_WRAPPER` ([`Build::device_pass`]).
+                build.env(env::DEVICE_PROGRAM, krate);
                 (build, self.profile.clone(), program.output_folder())
             }
         })
