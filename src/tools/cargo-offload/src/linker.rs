@@ -180,6 +180,78 @@ fn offload_dir() -> Result<PathBuf> {
     }
 }
 
+/// The linker that rustc's `args` choose (`-C linker=X` in any of its spellings; the last one
+/// wins, as in rustc), if they name one.
+fn chosen_linker(args: &[String]) -> Option<&str> {
+    let mut chosen = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let value = match arg.as_str() {
+            "-C" | "--codegen" => rest.next().map(String::as_str),
+            _ => arg.strip_prefix("-C").or_else(|| arg.strip_prefix("--codegen=")),
+        };
+        if let Some(linker) = value.and_then(|v| v.strip_prefix("linker=")) {
+            chosen = Some(linker);
+        }
+    }
+    chosen
+}
+
+/// Where a `-C linker` of the user's comes from, as far as the wrapper can tell from its
+/// environment: the variables that cargo reads, else the configuration key.
+fn linker_setting(triple: &str) -> String {
+    let variable =
+        format!("CARGO_TARGET_{}_LINKER", triple.to_uppercase().replace(['-', '.'], "_"));
+    let in_flags = |name: &str| std::env::var(name).is_ok_and(|flags| flags.contains("linker="));
+    if std::env::var_os(&variable).is_some() {
+        format!("the environment variable `{variable}`")
+    } else if in_flags("RUSTFLAGS") || in_flags("CARGO_ENCODED_RUSTFLAGS") {
+        "`-C linker` in `RUSTFLAGS`".to_string()
+    } else {
+        format!("`target.{triple}.linker` in a `.cargo/config.toml` (or `--config`)")
+    }
+}
+
+/// Refuses to link the program `program` for `triple` with a linker of the user's when the
+/// toolchain is an installed one whose offload runtime (`runtime`, the folder that the
+/// program's run path names) comes with its own C library: that linker gives the program the
+/// machine's loader, which cannot run beside the toolchain's C library (`symbol lookup error:
+/// ... libc.so.6: undefined symbol: __tunable_is_initialized`), so the program could not
+/// start. With the toolchain's driver (`<toolchain>/lib/offload/bin/cc`, which rustc of an
+/// installed toolchain uses unless told otherwise) the program gets the toolchain's loader,
+/// C runtime files and C library together. Inside `./x.py`'s sysroot the runtime uses the
+/// machine's C library and any linker does.
+pub(crate) fn check_program_linker(
+    args: &[String],
+    program: &str,
+    triple: &str,
+    runtime: &Path,
+) -> Result<()> {
+    let Some(linker) = chosen_linker(args) else { return Ok(()) };
+    if !runtime.join("libc.so.6").is_file() {
+        return Ok(());
+    }
+    let Ok(toolchain) = offload_dir() else { return Ok(()) };
+    let ours = toolchain.join("bin/cc");
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if same(Path::new(linker), &ours) {
+        return Ok(());
+    }
+    fail(format!(
+        "the program `{program}` would be linked by `{linker}`, set by {}: that linker gives it \
+         the machine's loader, but the offload runtime it loads ({}) comes with the toolchain's \
+         own C library, and the program could not start. Remove that setting (the toolchain \
+         links programs with its own driver, {}), or set CARGO_OFFLOAD_RUNTIME_LIB to an \
+         offload runtime built for this machine's C library",
+        linker_setting(triple),
+        runtime.display(),
+        ours.display()
+    ))
+}
+
 /// Links: runs the toolchain's `ld.lld` with [`ld_args`] of `args` and returns its exit status.
 pub(crate) fn link(args: &[String]) -> ExitCode {
     let result = offload_dir().and_then(|dir| {
@@ -208,6 +280,31 @@ pub(crate) fn link(args: &[String]) -> ExitCode {
 mod tests {
     use super::*;
     use crate::util::strings;
+
+    /// The last `-C linker` wins, in each of rustc's spellings; other codegen options do not
+    /// count.
+    #[test]
+    fn the_chosen_linker_is_the_last_one_named() {
+        assert_eq!(chosen_linker(&strings(&["--crate-name", "app", "-C", "opt-level=3"])), None);
+        assert_eq!(chosen_linker(&strings(&["-Clinker=/a/cc", "-C", "linker=cc"])), Some("cc"));
+        assert_eq!(chosen_linker(&strings(&["--codegen=linker=x", "-Copt-level=1"])), Some("x"));
+        assert_eq!(chosen_linker(&strings(&["--codegen", "linker=y"])), Some("y"));
+        assert_eq!(chosen_linker(&strings(&["-C", "link-arg=linker=z"])), None);
+    }
+
+    /// Without a C library beside the runtime (the sysroot's or a machine's own runtime), or
+    /// without a linker named, any linker links.
+    #[test]
+    fn a_users_linker_is_refused_only_beside_the_toolchains_c_library() {
+        let dir = std::env::temp_dir().join(format!("cargo-offload-cc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let user = strings(&["-C", "linker=cc"]);
+        let host = "x86_64-unknown-linux-gnu";
+        assert!(check_program_linker(&user, "app", host, &dir).is_ok());
+        assert!(check_program_linker(&[], "app", host, &dir).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(linker_setting(host).contains("x86_64-unknown-linux-gnu"));
+    }
 
     fn no_file(path: &str) -> Result<String> {
         fail(format!("no {path}"))

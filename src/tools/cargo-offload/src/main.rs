@@ -29,18 +29,22 @@
 //! as cargo's `RUSTC_WRAPPER`), [`workspace`] (`cargo metadata`), [`passes`] (the cargo passes
 //! and the driver), [`manifests`] (the root crates' manifests, merged), [`image_crate`] (the
 //! crate the device passes build), [`vendor`] (the vendor tools that make the loadable images),
-//! [`registration`] (the object that registers them), [`launch`] (how the programs start),
+//! [`registration`] (the object that registers them), [`seal`] (what a reused file must still
+//! hold), [`launch`] (how the programs start),
 //! [`linker`] (the linker driver of an installed toolchain, `--cc`),
-//! [`env`] (the names of the `CARGO_OFFLOAD_*` environment variables) and [`util`].
+//! [`heal`] (what a build removes first), [`env`] (the names of the `CARGO_OFFLOAD_*`
+//! environment variables) and [`util`].
 
 mod args;
 mod env;
+mod heal;
 mod image_crate;
 mod launch;
 mod linker;
 mod manifests;
 mod passes;
 mod registration;
+mod seal;
 mod util;
 mod vendor;
 mod workspace;

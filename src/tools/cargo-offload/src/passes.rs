@@ -20,13 +20,14 @@ use serde_json::Value;
 
 use crate::args::{Arch, Invocation, Verb};
 use crate::env;
+use crate::heal::{forget_damaged_manifests, remove_leftovers};
 use crate::image_crate::{
     DEVICE_CFG, DeviceCore, IMAGE_CRATE, ImageBuilder, device_core, image_builder,
     no_device_sysroot_note, resolved_features,
 };
 use crate::launch::{bundle_folder, run_programs, write_bundle};
 use crate::manifests::{Roots, merge_manifests, root_manifests};
-use crate::registration::{link_record, link_stamp, wrap_images};
+use crate::registration::{link_record, link_record_text, wrap_images};
 use crate::util::{Failure, Result, copy_if_changed, fail, forget_other_compilers_output};
 use crate::vendor::{device_binary, runtime_lib_dir};
 use crate::workspace::{
@@ -289,6 +290,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
     // The runs share the target folder's files between their steps (the manifests, the
     // `.rlink` files, the images): one `cargo offload` at a time per target folder.
     let _lock = build.lock()?;
+    build.heal()?;
     let (compiled, artifacts) = match build.last_image_crate() {
         Some(last) => build.images_first(&last)?,
         None => build.host_first()?,
@@ -304,17 +306,18 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
 
 /// Removes each of the `linked_programs` (program files that exist after a host run:
 /// [`Roots::linked_programs`]) that was linked with other images or link arguments than
-/// `link_args` (its [`link_record`] holds another [`link_stamp`], or none), so that cargo finds
+/// `link_args`, or changed since its link (its [`link_record`] holds another
+/// [`link_record_text`], or none), so that cargo finds
 /// it missing and the link run links it again. Cargo sees neither the registration's content
 /// nor the link arguments that `cargo offload` adds. Returns whether it removed one.
 fn forget_programs_linked_otherwise(
     linked_programs: &[PathBuf],
     link_args: &[String],
 ) -> Result<bool> {
-    let stamp = link_stamp(link_args);
     let mut removed = false;
     for program in linked_programs {
-        if fs::read_to_string(link_record(program)).ok().as_deref() != Some(stamp.as_str()) {
+        let record = link_record_text(program, link_args);
+        if fs::read_to_string(link_record(program)).ok().as_deref() != Some(record.as_str()) {
             fs::remove_file(program)
                 .map_err(|e| Failure::new(format!("cannot remove {}: {e}", program.display())))?;
             removed = true;
@@ -417,7 +420,9 @@ fn forget_image(deps: &Path, krate: &str) {
     let prefix = format!("lib{krate}-");
     for entry in fs::read_dir(deps).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name == "host.out" || name == "device.bin" || name.starts_with(&prefix) {
+        if matches!(&*name, "host.out" | "host.out.sha256" | "device.bin")
+            || name.starts_with(&prefix)
+        {
             let _ = fs::remove_file(entry.path());
         }
     }
@@ -652,6 +657,15 @@ impl<'a> Build<'a> {
                 let _ = fs::remove_file(&path);
             }
         }
+    }
+
+    /// Removes what killed builds left behind and what a damaged file would make wrong, before
+    /// any pass: temporary files ([`remove_leftovers`]), and each crate's manifest that does
+    /// not match its seal, with the crate's outputs, so that cargo compiles the crate again
+    /// ([`forget_damaged_manifests`]). Every other reused file is checked where it is reused.
+    fn heal(&self) -> Result<()> {
+        remove_leftovers(&self.dir);
+        forget_damaged_manifests(&self.manifests, &self.dir.join("host"))
     }
 
     /// The registration object of this profile's images ([`Build::profile_images`]).
@@ -1050,6 +1064,9 @@ impl<'a> Build<'a> {
                     image.display()
                 ));
             }
+            // The image is as its pass wrote it: [`Build::forget_other_image`] checked the one
+            // that the pass found fresh.
+            crate::seal::seal(&image)?;
             let (binary, summary) =
                 device_binary(&self.profile_images(), &self.images_dir, arch, &image, release)?;
             let built = deps.parent().unwrap_or(deps).join(BUILT);
@@ -1112,7 +1129,7 @@ impl<'a> Build<'a> {
 
     /// Makes the device pass of `arch` build its image again when what selects the image
     /// changed since its last pass into `target_dir` ([`image_key_changed`]), or the image
-    /// (`host.out`) is missing. The image crate's
+    /// (`host.out`) is missing or does not match its seal. The image crate's
     /// outputs are removed ([`forget_image`]). A program is cleaned with `cargo clean -p`: its
     /// `rlib` is not the file cargo expects, so a missing `rlib` does not make cargo build it
     /// again. (Cargo checks the files it expects: on the host it finds the program fresh once
@@ -1130,7 +1147,9 @@ impl<'a> Build<'a> {
         // An image removed by hand: cargo, which does not know the file, would find the crate
         // fresh and never write it again.
         let changed = image_key_changed(deps.parent().unwrap_or(target_dir), &key)?;
-        if !changed && deps.join("host.out").is_file() {
+        // Nor would it write an image again that was damaged since: one that does not match
+        // its seal ([`crate::seal`], made when its pass ended) is built again.
+        if !changed && crate::seal::intact(&deps.join("host.out")) {
             return Ok(());
         }
         forget_image(deps, builder.krate());

@@ -12,7 +12,7 @@ use crate::vendor::{ToolRecord, llvm_tool, tool};
 /// constructor that registers it with the runtime once. Writes `out` only when it changed
 /// (what each program was linked with is recorded apart, [`link_stamp`]). The tools do not
 /// run again when the images and the tools are the last build's
-/// (`<dir>/offload-registration.record`, see [`ToolRecord`]).
+/// (`<dir>/offload-registration.record`, see [`ToolRecord`]) and `out` matches its seal.
 pub(crate) fn wrap_images(
     dir: &Path,
     host: &str,
@@ -43,7 +43,7 @@ pub(crate) fn wrap_images(
     }
     copy_if_changed(&fresh, out)?;
     let _ = fs::remove_file(&fresh);
-    record.keep(what)
+    record.keep(what, &[out])
 }
 
 /// What a program was linked with: a hash of the link arguments that `cargo offload` adds
@@ -65,8 +65,17 @@ pub(crate) fn link_stamp(link_args: &[String]) -> String {
     format!("{:016x}\n", hasher.finish())
 }
 
-/// Where the link run records [`link_stamp`] for the program file `program`: beside it, with
-/// `.offload-link` appended to its name.
+/// What the link run records for the program file `program` that it linked with `link_args`:
+/// their [`link_stamp`], then the seal line of the program's content ([`crate::seal`]), so that a
+/// program truncated or overwritten since its link counts as linked otherwise and is linked
+/// again. Without a readable program, the stamp alone (which no recorded text equals).
+pub(crate) fn link_record_text(program: &Path, link_args: &[String]) -> String {
+    let content = crate::seal::content_line(program).unwrap_or_default();
+    format!("{}{content}", link_stamp(link_args))
+}
+
+/// Where the link run records [`link_record_text`] for the program file `program`: beside it,
+/// with `.offload-link` appended to its name.
 pub(crate) fn link_record(program: &Path) -> PathBuf {
     let mut name = program.file_name().unwrap_or_default().to_os_string();
     name.push(".offload-link");

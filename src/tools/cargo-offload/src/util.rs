@@ -43,6 +43,23 @@ pub(crate) fn fail<T>(message: impl Into<String>) -> Result<T> {
     Err(Failure::new(message))
 }
 
+/// The exit code with which a wrapper that ran `program` ends when the program ended with
+/// `status`: the program's own, or, for a program that a signal ended (a killed `rustc`), 128
+/// plus the signal's number, as a shell gives it, after a line that names the program and the
+/// signal (cargo would only see a failure without a word).
+pub(crate) fn exit_code_of(
+    program: &str,
+    status: std::process::ExitStatus,
+) -> std::process::ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(signal) = status.signal() {
+        // `ExitStatus` names the signal: `signal: 9 (SIGKILL)`.
+        eprintln!("error: [cargo offload] `{program}` was ended by a signal ({status})");
+        return std::process::ExitCode::from((128 + signal).clamp(0, 255) as u8);
+    }
+    std::process::ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8)
+}
+
 /// Writes `bytes` to `path` unless it holds them already (so that its modification time, which
 /// cargo's fingerprints see, stays); returns whether it wrote.
 pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {

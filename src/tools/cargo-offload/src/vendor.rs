@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use offload_targets::{Role, Tools};
+use offload_targets::{Arg, Role, Tools};
 
 use crate::args::Arch;
 use crate::env;
@@ -62,9 +62,9 @@ pub(crate) fn tool(
 /// What made a step's outputs: each tool with its modification time (a toolchain installed
 /// anew at the same path makes another record) and its arguments, then each input file, byte
 /// for byte (an image is a few MB at most; comparing its bytes leaves no doubt). A step whose
-/// record equals the one kept beside its outputs (`path`) reuses them; the record is removed
-/// before the step runs its tools and written when they succeeded, so a step that fails leaves
-/// none.
+/// record equals the one kept beside its outputs (`path`) reuses them, if each output still
+/// matches its seal ([`crate::seal`]); the record is removed before the step runs its tools and
+/// written, with the outputs' seals, when they succeeded, so a step that fails leaves none.
 pub(crate) struct ToolRecord {
     path: PathBuf,
     key: Vec<u8>,
@@ -95,9 +95,11 @@ impl ToolRecord {
         Ok(ToolRecord { path, key })
     }
 
-    /// Whether the last run of the step had this record and left all its `outputs`.
+    /// Whether the last run of the step had this record and left all its `outputs` as it
+    /// sealed them: a truncated or overwritten output makes the step run again.
     pub(crate) fn unchanged(&self, outputs: &[&Path]) -> bool {
-        fs::read(&self.path).is_ok_and(|old| old == self.key) && outputs.iter().all(|o| o.is_file())
+        fs::read(&self.path).is_ok_and(|old| old == self.key)
+            && outputs.iter().all(|o| crate::seal::intact(o))
     }
 
     /// Removes the kept record before the step's tools run.
@@ -110,10 +112,14 @@ impl ToolRecord {
         }
     }
 
-    /// Keeps the record once the step's tools succeeded.
-    pub(crate) fn keep(self, what: &str) -> Result<()> {
-        fs::write(&self.path, &self.key)
-            .map_err(|e| Failure::new(format!("{what}: cannot write {}: {e}", self.path.display())))
+    /// Keeps the record once the step's tools succeeded, after sealing its complete `outputs`.
+    pub(crate) fn keep(self, what: &str, outputs: &[&Path]) -> Result<()> {
+        for output in outputs {
+            crate::seal::seal(output)
+                .map_err(|Failure(e, _)| Failure::new(format!("{what}: {e}")))?;
+        }
+        crate::seal::write_atomically(&self.path, &self.key)
+            .map_err(|Failure(e, _)| Failure::new(format!("{what}: {e}")))
     }
 }
 
@@ -183,7 +189,12 @@ pub(crate) fn device_binary(
     tools.extend(steps.iter().cloned());
     tools.push((packager.clone(), vec!["-o".to_string(), out_arg.clone(), spec.clone()]));
     let record = ToolRecord::new(&what, base.with_extension("vendor-record"), &tools, &[image])?;
-    if record.unchanged(&[&loadable, &packaged]) {
+    // The assembly of a target that has one is published too.
+    let mut outputs = vec![loadable.as_path(), packaged.as_path()];
+    if arch.device.vendor_steps.iter().any(|step| step.args.contains(&Arg::File(Role::Assembly))) {
+        outputs.push(&assembly);
+    }
+    if record.unchanged(&outputs) {
         return Ok((packaged, format!("{} (unchanged)", summary()?)));
     }
     record.forget(&what)?;
@@ -195,7 +206,7 @@ pub(crate) fn device_binary(
         tool(&what, program, &args)?;
     }
     tool(&what, &packager, &[&"-o", &out_arg, &spec])?;
-    record.keep(&what)?;
+    record.keep(&what, &outputs)?;
     Ok((packaged, summary()?))
 }
 
@@ -217,8 +228,11 @@ mod tests {
         let record = |arg: &str| ToolRecord::new("test", path.clone(), &tools(arg), &[&input]);
         let first = record("-O2").ok().unwrap();
         assert!(!first.unchanged(&[&output]), "no record kept yet");
-        first.keep("test").ok().unwrap();
+        first.keep("test", &[&output]).ok().unwrap();
         assert!(record("-O2").ok().unwrap().unchanged(&[&output]));
+        fs::write(&output, b"damaged").unwrap();
+        assert!(!record("-O2").ok().unwrap().unchanged(&[&output]), "an output changed");
+        fs::write(&output, b"").unwrap();
         assert!(!record("-O3").ok().unwrap().unchanged(&[&output]), "other arguments");
         assert!(!record("-O2").ok().unwrap().unchanged(&[&output, &dir.join("gone")]), "an output");
         fs::write(&input, b"image 2").unwrap();

@@ -8,11 +8,14 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::time::SystemTime;
 
 use crate::args::is_flag;
 use crate::env;
 use crate::image_crate::DEVICE_CFG;
-use crate::registration::{link_record, link_stamp};
+use crate::registration::{link_record, link_record_text};
+use crate::util::Failure;
+use crate::vendor::runtime_lib_dir;
 
 /// `RUSTC_WRAPPER` of the host build, which cargo runs twice over one target folder with the
 /// same flags, so that the second run finds fresh every crate that the first compiled (or once:
@@ -37,7 +40,39 @@ use crate::registration::{link_record, link_stamp};
 /// When the device passes ran first ([`env::HOST_COMPILE_AND_LINK`] set beside
 /// [`env::HOST_LINK`]), there is one run: every program is compiled and linked in one
 /// compilation, as plain cargo does, and recorded as in a first run.
+///
+/// A manifest that a successful compilation wrote is sealed ([`seal_manifest`]).
 pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
+    let manifest = args.get(1..).and_then(manifest_name).map(|n| Path::new(dir).join(n + ".json"));
+    let before = manifest.as_deref().map(modified);
+    let status = wrap_host_compilation(dir, args);
+    if status == ExitCode::SUCCESS
+        && let (Some(manifest), Some(before)) = (manifest, before)
+        && let Err(Failure(e, _)) = seal_manifest(&manifest, before)
+    {
+        eprintln!("error: [cargo offload] {e}");
+        return ExitCode::from(1);
+    }
+    status
+}
+
+/// The modification time of `path`, `None` if it has none (it is missing).
+fn modified(path: &Path) -> Option<SystemTime> {
+    fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// Seals the manifest at `manifest` ([`crate::seal`]) if the compilation wrote it, that is, if
+/// its modification time is no longer `before`, its time before the compilation (a link-only
+/// compilation writes none, and the one there stays as it was, sealed or not): the next build
+/// reuses it, when cargo finds its crate fresh, only while it is as rustc wrote it
+/// ([`crate::heal::forget_damaged_manifests`]).
+fn seal_manifest(manifest: &Path, before: Option<SystemTime>) -> crate::util::Result<()> {
+    let now = modified(manifest);
+    if now.is_some() && now != before { crate::seal::seal(manifest) } else { Ok(()) }
+}
+
+/// [`wrap_host_rustc`] but the manifest's seal.
+fn wrap_host_compilation(dir: &str, args: &[String]) -> ExitCode {
     let Some((rustc, args)) = args.split_first() else {
         eprintln!("error: [cargo offload] run as RUSTC_WRAPPER without a rustc to run");
         return ExitCode::from(2);
@@ -106,6 +141,15 @@ pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
     let one_run = std::env::var_os(env::HOST_COMPILE_AND_LINK).is_some();
     let added: Vec<String> =
         link_args.split('\x1f').filter(|a| !a.is_empty()).map(str::to_string).collect();
+    if links
+        && !added.is_empty()
+        && let Some(triple) = flag_value(args, "--target")
+        && let Err(Failure(e, _)) =
+            crate::linker::check_program_linker(args, &name, triple, &runtime_lib_dir())
+    {
+        eprintln!("error: [cargo offload] {e}");
+        return ExitCode::from(1);
+    }
     let link_args: Vec<String> = added.iter().map(|a| format!("-Clink-arg={a}")).collect();
     let programs = std::env::var(env::HOST_PROGRAMS).unwrap_or_default();
     // What the programs were linked with, for the next build's [`link_stamp`] comparison; in the
@@ -114,7 +158,7 @@ pub(crate) fn wrap_host_rustc(dir: &str, args: &[String]) -> ExitCode {
         if status == ExitCode::SUCCESS {
             let files = program_files(&out_dir, args, &name);
             for program in &files {
-                let _ = fs::write(link_record(program), link_stamp(&added));
+                let _ = fs::write(link_record(program), link_record_text(program, &added));
             }
             if one_run && let Err(e) = record_linked(Path::new(&programs), &name, &files) {
                 eprintln!("error: [cargo offload] cannot record the program `{name}`: {e}");
@@ -339,7 +383,14 @@ pub(crate) fn wrap_device_rustc(
         cmd.args(extra);
     }
     let code = match cmd.status() {
-        Ok(status) => status.code().unwrap_or(1),
+        Ok(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            let signal = status.signal();
+            if signal.is_some() {
+                eprintln!("error: [cargo offload] `{rustc}` was ended by a signal ({status})");
+            }
+            status.code().unwrap_or(128 + signal.unwrap_or(0))
+        }
         Err(e) => {
             eprintln!("error: [cargo offload] cannot run {rustc}: {e}");
             1
@@ -460,7 +511,7 @@ fn crate_name(args: &[String]) -> Option<&str> {
 /// Runs rustc as `cmd`; its exit status is the wrapper's.
 fn run_rustc(rustc: &str, mut cmd: Command) -> ExitCode {
     match cmd.status() {
-        Ok(status) => ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8),
+        Ok(status) => crate::util::exit_code_of(rustc, status),
         Err(e) => {
             eprintln!("error: [cargo offload] cannot run {rustc}: {e}");
             ExitCode::from(1)

@@ -16,7 +16,11 @@
 //! 4. `cargo +offload offload build --offload-arch=gfx90a,sm_90` writes both images (checked
 //!    by `ld.lld` and `ptxas`/`nvlink` as every build checks them);
 //! 5. `cargo +offload offload bundle --offload-arch=host`, started from the bundle, gives the
-//!    right results.
+//!    right results;
+//! 6. the same workspace with the machine's `cc` as the host's linker
+//!    (`CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=cc`, into a target folder of its own) is
+//!    refused with an error that names the variable: that linker would give the program the
+//!    machine's loader beside the toolchain's C library, and it could not start.
 //!
 //! All of it runs under `strace -f`, tracing `unshare`, `setns`, `chroot`, `pivot_root`, the
 //! mount calls old and new (`mount`, `umount2`, `fsopen`, `fsmount`, `move_mount`, `open_tree`,
@@ -48,7 +52,7 @@ const CLONES: &str = "clone,clone3";
 /// The steps, each `name: command`, run in order in the workspace by `sh` as `nobody` (or the
 /// user without root); each
 /// writes `<name>.out`, `<name>.err` and `<name>.status` into the check's folder.
-const STEPS: [(&str, &str); 6] = [
+const STEPS: [(&str, &str); 7] = [
     ("rustc", "rustc +offload -vV"),
     ("run", "cargo +offload offload run --offline --release --offload-arch=host -- 1000"),
     ("test", "cargo +offload offload test --offline --release --offload-arch=host"),
@@ -58,6 +62,11 @@ const STEPS: [(&str, &str); 6] = [
         "cargo +offload offload bundle --offline --release --offload-arch=host --out \"$T/bundle\"",
     ),
     ("bundled", "cd \"$T\" && \"$T/bundle/app\" 700"),
+    (
+        "user-linker",
+        "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=cc CARGO_TARGET_DIR=\"$T/linker-target\" \
+         cargo +offload offload build --offline --release --offload-arch=host",
+    ),
 ];
 
 /// Runs the check (see the module's documentation).
@@ -142,19 +151,25 @@ fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
     if !calls.is_empty() {
         return fail(STEP, format!("the toolchain made calls it must not:\n{}", calls.join("\n")));
     }
-    let expected: [(&str, &[&str]); 6] = [
-        ("rustc", &["rustc 1.95.0", "host: x86_64-unknown-linux-gnu"]),
-        ("run", &["build script: ran", "saxpy: 0 of 1000 wrong", "scale: 0 of 1000 wrong"]),
-        ("test", &["test tests::kernels_on_the_device ... ok"]),
-        ("build", &["image gfx90a: ", "image sm_90: "]),
-        ("bundle", &[]),
-        ("bundled", &["saxpy: 0 of 700 wrong", "scale: 0 of 700 wrong"]),
+    // Each step's name, whether it must succeed, and what it must print.
+    let expected: [(&str, bool, &[&str]); 7] = [
+        ("rustc", true, &["rustc 1.95.0", "host: x86_64-unknown-linux-gnu"]),
+        ("run", true, &["build script: ran", "saxpy: 0 of 1000 wrong", "scale: 0 of 1000 wrong"]),
+        ("test", true, &["test tests::kernels_on_the_device ... ok"]),
+        ("build", true, &["image gfx90a: ", "image sm_90: "]),
+        ("bundle", true, &[]),
+        ("bundled", true, &["saxpy: 0 of 700 wrong", "scale: 0 of 700 wrong"]),
+        (
+            "user-linker",
+            false,
+            &["would be linked by `cc`", "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER"],
+        ),
     ];
-    for (name, texts) in expected {
+    for (name, succeeds, texts) in expected {
         let (out, err) = (read(&format!("{name}.out")), read(&format!("{name}.err")));
         let status = read(&format!("{name}.status"));
         let missing = texts.iter().find(|t| !out.contains(*t) && !err.contains(*t));
-        if status.trim() != "0" || missing.is_some() {
+        if (status.trim() == "0") != succeeds || missing.is_some() {
             let command = STEPS.iter().find(|(n, _)| *n == name).map_or("", |(_, c)| c);
             return fail(
                 STEP,

@@ -215,12 +215,44 @@ impl Verb {
                 print!("{text}");
                 Ok(ExitCode::SUCCESS)
             }
-            Verb::Tool(program, args) => commands::run_tool(cache, &program, args)
-                .map(|status| ExitCode::from(status.code().map(|c| c as u8).unwrap_or(1))),
+            Verb::Tool(program, args) => {
+                let what = tool_command(&program, &args);
+                commands::run_tool(cache, &program, args).map(|status| tool_exit(&what, status))
+            }
             Verb::Export { write, new_patch } => {
                 commands::export(project, cache, write, new_patch.as_deref())
                     .map(|drift| report_drift(&drift, write))
             }
+        }
+    }
+}
+
+/// How an error names the command of `./x.py <program> <args>`: the program and its leading
+/// words that are not flags (`cargo offload build`).
+fn tool_command(program: &str, args: &[std::ffi::OsString]) -> String {
+    let words = args.iter().map(|a| a.to_string_lossy()).take_while(|a| !a.starts_with('-'));
+    std::iter::once(program.to_string())
+        .chain(words.take(2).map(String::from))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The exit code of `./x.py` for the program `what` that ended with `status`: the program's,
+/// or, when a signal ended it (a killed `cargo-offload`, which cargo runs in its own place),
+/// 128 plus the signal's number after a line that says so: the program may have had no
+/// chance to say anything.
+fn tool_exit(what: &str, status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => ExitCode::from(code.clamp(0, 255) as u8),
+        (None, Some(signal)) => {
+            // `ExitStatus` names the signal: `signal: 9 (SIGKILL)`, `(core dumped)`.
+            eprintln!("error: [RUN] `{what}` was ended by a signal ({status})");
+            ExitCode::from((128 + signal).clamp(0, 255) as u8)
+        }
+        (None, None) => {
+            eprintln!("error: [RUN] `{what}` ended without an exit status ({status})");
+            ExitCode::from(1)
         }
     }
 }
