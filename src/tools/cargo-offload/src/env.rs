@@ -82,3 +82,8 @@ pub(crate) const ROOT: &str = "CARGO_OFFLOAD_ROOT";
 /// sysroot at their own paths, `:`-separated. A path under one of them is the same outside;
 /// any other path is the sysroot's own, found under [`ROOT`]. `bundle` writes only under them.
 pub(crate) const BINDS: &str = "CARGO_OFFLOAD_BINDS";
+
+/// Set by a test, never by `cargo offload`: the phase at whose start `cargo offload` ends
+/// itself with `SIGKILL` ([`crate::util::stop_point`]), so that a test can check that the next
+/// build heals whatever a build stopped there left (`tests/run-make/offload-cargo-heal`).
+pub(crate) const STOP_AT: &str = "CARGO_OFFLOAD_STOP_AT";

@@ -75,10 +75,12 @@ fn is_rustc_temporary(name: &str) -> bool {
 /// Removes each manifest in `manifests` (`<crate name><extra filename>.json`, written by the
 /// host pass's compilations and sealed by the wrapper, [`crate::wrapper::wrap_host_rustc`])
 /// that does not match its seal, or has none, and the outputs of its crate in the host pass's
-/// target folder `host` (the files named after it in each `deps` and `examples` folder: the
-/// `rlib`, `rmeta`, shared object, program, `.rlink` and dep-info), so that cargo, which finds
-/// them missing, compiles the crate again and rustc writes the manifest anew. Cargo would
-/// otherwise find the crate fresh and never write the manifest again.
+/// folder for the target, `host` (`<target dir>/offload/host/<triple>`: the files named after
+/// it in each `deps` and `examples` folder, the `rlib`, `rmeta`, shared object, program,
+/// `.rlink` and dep-info), so that cargo, which finds them missing, compiles the crate again and
+/// rustc writes the manifest anew. Cargo would otherwise find the crate fresh and never write
+/// the manifest again. The outputs of a crate whose manifest is missing (every crate compiled
+/// for the target writes one) are removed too.
 pub(crate) fn forget_damaged_manifests(manifests: &Path, host: &Path) -> Result<()> {
     let entries = match fs::read_dir(manifests) {
         Ok(entries) => entries,
@@ -98,6 +100,7 @@ pub(crate) fn forget_damaged_manifests(manifests: &Path, host: &Path) -> Result<
             seal::remove_sealed(&path);
         }
     }
+    damaged.extend(crates_without_manifest(host, manifests, 1));
     if damaged.is_empty() {
         return Ok(());
     }
@@ -115,8 +118,40 @@ pub(crate) fn forget_damaged_manifests(manifests: &Path, host: &Path) -> Result<
             ]
         })
         .collect();
-    remove_outputs(host, &outputs, 3);
+    remove_outputs(host, &outputs, 1);
     Ok(())
+}
+
+/// The crates (`<crate name><extra filename>`) that have outputs in the `deps` and `examples`
+/// folders at most `depth` levels under `folder` (an `rlib`, an `rmeta`, or a program: a file
+/// without an extension) but no manifest in `manifests`.
+fn crates_without_manifest(folder: &Path, manifests: &Path, depth: usize) -> Vec<String> {
+    let mut crates = Vec::new();
+    for entry in fs::read_dir(folder).into_iter().flatten().flatten() {
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let name = entry.file_name();
+        if name == "deps" || name == "examples" {
+            for file in fs::read_dir(entry.path()).into_iter().flatten().flatten() {
+                let name = file.file_name().to_string_lossy().into_owned();
+                let library = name.strip_prefix("lib").and_then(|rest| {
+                    rest.strip_suffix(".rlib").or_else(|| rest.strip_suffix(".rmeta"))
+                });
+                let program = (!name.contains('.') && file.file_type().is_ok_and(|t| t.is_file()))
+                    .then_some(name.as_str());
+                if let Some(krate) = library.or(program)
+                    && !manifests.join(format!("{krate}.json")).is_file()
+                    && !crates.iter().any(|c| c == krate)
+                {
+                    crates.push(krate.to_string());
+                }
+            }
+        } else if depth > 0 {
+            crates.extend(crates_without_manifest(&entry.path(), manifests, depth - 1));
+        }
+    }
+    crates
 }
 
 /// Removes the files named `names` from the `deps` and `examples` folders at most `depth`
@@ -187,15 +222,19 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
-    /// A manifest that differs from its seal, or has none, goes with its crate's outputs; a
-    /// sealed one and another crate's outputs stay.
+    /// A manifest that differs from its seal, or has none, goes with its crate's outputs, as do
+    /// the outputs of a crate without a manifest; a sealed one and its crate's outputs stay.
     #[test]
     fn a_damaged_manifest_goes_with_its_crates_outputs() {
         let dir = folder("manifests");
         let manifests = dir.join("manifests");
-        let deps = dir.join("host/x86_64-unknown-linux-gnu/debug/deps");
+        let host = dir.join("host/x86_64-unknown-linux-gnu");
+        let deps = host.join("debug/deps");
         fs::create_dir_all(&manifests).unwrap();
         fs::create_dir_all(&deps).unwrap();
+        // A program whose manifest is gone, and a build script's folder, which has none.
+        fs::write(deps.join("app-4"), b"program").unwrap();
+        fs::create_dir_all(deps.join("build-script-build-5")).unwrap();
         for name in ["good-1", "torn-2", "unsealed-3"] {
             fs::write(manifests.join(format!("{name}.json")), b"{\"kernels\":[]}").unwrap();
             fs::write(deps.join(format!("lib{name}.rmeta")), b"m").unwrap();
@@ -204,7 +243,9 @@ mod tests {
         seal::seal(&manifests.join("good-1.json")).ok().unwrap();
         seal::seal(&manifests.join("torn-2.json")).ok().unwrap();
         fs::write(manifests.join("torn-2.json"), b"{\"ker").unwrap();
-        forget_damaged_manifests(&manifests, &dir.join("host")).ok().unwrap();
+        forget_damaged_manifests(&manifests, &host).ok().unwrap();
+        assert!(!deps.join("app-4").exists(), "a program without a manifest stayed");
+        assert!(deps.join("build-script-build-5").exists());
         assert!(seal::intact(&manifests.join("good-1.json")));
         assert!(deps.join("libgood-1.rmeta").exists() && deps.join("good-1.d").exists());
         for name in ["torn-2", "unsealed-3"] {

@@ -28,7 +28,9 @@ use crate::image_crate::{
 use crate::launch::{bundle_folder, run_programs, write_bundle};
 use crate::manifests::{Roots, merge_manifests, root_manifests};
 use crate::registration::{link_record, link_record_text, wrap_images};
-use crate::util::{Failure, Result, copy_if_changed, fail, forget_other_compilers_output};
+use crate::util::{
+    Failure, Result, copy_if_changed, fail, forget_other_compilers_output, stop_point,
+};
 use crate::vendor::{device_binary, runtime_lib_dir};
 use crate::workspace::{
     Workspace, check_gpu_archs, host_triple, manifest_path_args, profile_args, profile_dir,
@@ -665,7 +667,7 @@ impl<'a> Build<'a> {
     /// ([`forget_damaged_manifests`]). Every other reused file is checked where it is reused.
     fn heal(&self) -> Result<()> {
         remove_leftovers(&self.dir);
-        forget_damaged_manifests(&self.manifests, &self.dir.join("host"))
+        forget_damaged_manifests(&self.manifests, &self.dir.join("host").join(&self.host))
     }
 
     /// The registration object of this profile's images ([`Build::profile_images`]).
@@ -761,6 +763,7 @@ impl<'a> Build<'a> {
     /// run, which links none. Each crate writes its manifest. Returns cargo's artifact messages
     /// ([`Build::compile_run`] reads them).
     fn host_compile(&self, link_args: Option<&[String]>) -> Result<Vec<Value>> {
+        stop_point("host-compile");
         let programs = self.programs_dir();
         if programs.exists() {
             fs::remove_dir_all(&programs)
@@ -950,6 +953,7 @@ impl<'a> Build<'a> {
         builder: &ImageBuilder,
         log: &mut Log,
     ) -> Result<Vec<(usize, (PathBuf, PathBuf))>> {
+        stop_point("device-passes");
         let core = &batch.core;
         let target_dir = &batch.target_dir;
         let (mut build, profile, output_folder) = self.device_cargo(builder)?;
@@ -1054,6 +1058,7 @@ impl<'a> Build<'a> {
         release: bool,
         began: SystemTime,
     ) -> (Result<(PathBuf, PathBuf)>, Option<String>) {
+        stop_point("vendor");
         let start = Instant::now();
         let image = deps.join("host.out");
         let made = (|| {
@@ -1168,6 +1173,7 @@ impl<'a> Build<'a> {
     /// The registration object of the `packaged` images, and the image the host pass names.
     /// Returns the link arguments of the host pass's link run.
     fn register(&self, packaged: &[(PathBuf, PathBuf)]) -> Result<Vec<String>> {
+        stop_point("registration");
         self.forget_unpublished();
         let start = Instant::now();
         let registration = self.registration();
@@ -1208,6 +1214,7 @@ impl<'a> Build<'a> {
     /// [`crate::wrapper::wrap_host_rustc`]). Fails if the launches then differ from those of
     /// `compiled`, the first run's, of which the images were built. Returns the run's artifacts.
     fn host_link(&self, compiled: &CompileRun, link_args: &[String]) -> Result<Vec<Value>> {
+        stop_point("host-link");
         let mut cmd = self.host_command()?;
         cmd.env(env::HOST_LINK, link_args.join("\x1f"));
         let artifacts = cargo_pass(&format!("host pass ({}): link", self.host), cmd, true)?;

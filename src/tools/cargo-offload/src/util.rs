@@ -60,6 +60,20 @@ pub(crate) fn exit_code_of(
     std::process::ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8)
 }
 
+/// The fault-injection hook of the tests: where `phase` begins, `cargo offload` ends itself
+/// with `SIGKILL`, as a user's `kill -9` or the machine's end would, when
+/// [`env::STOP_AT`] names that phase (`host-compile`, `device-passes`, `vendor`,
+/// `registration`, `host-link`). Nothing is cleaned up; the next build must heal what is left.
+pub(crate) fn stop_point(phase: &str) {
+    if std::env::var(env::STOP_AT).is_ok_and(|at| at == phase) {
+        eprintln!("[cargo offload] {} names `{phase}`: stopping with SIGKILL", env::STOP_AT);
+        let pid = std::process::id().to_string();
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        // `kill` is on every machine that runs cargo; without it, end as abruptly.
+        std::process::abort();
+    }
+}
+
 /// Writes `bytes` to `path` unless it holds them already (so that its modification time, which
 /// cargo's fingerprints see, stays); returns whether it wrote.
 pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {

@@ -171,6 +171,15 @@ pub const BUILDS: &[Build] = &[
         program: "onefile-gpu",
     },
     Build {
+        bundle: "device-math",
+        workspace: Workspace::Copy {
+            name: "offload-device-math",
+            from: "tests/run-make/offload-device-math/ws",
+        },
+        select: &[],
+        program: "device-math",
+    },
+    Build {
         bundle: "offload-example",
         workspace: Workspace::Copy { name: "offload-example", from: "src/offload-example" },
         select: &[],
@@ -335,6 +344,16 @@ pub const ROWS: &[Row] = &[
         bundle: "std-program-gpu",
         args: &["1000"],
         from: "tests/run-make/offload-cargo-std-program (ws-gpu: a one-file `std` program)",
+        ..PLAIN
+    },
+    Row {
+        name: "device-math",
+        bundle: "device-math",
+        // Each function's largest error against the host's is the measurement a GPU run
+        // gives (kept in the results); the counts past the bounds are compared.
+        varies: &["f32 ", "f64 "],
+        from: "tests/run-make/offload-device-math (34 float functions of each type; each \
+               function's error on the GPU in its `f32 `/`f64 ` lines of the results)",
         ..PLAIN
     },
     Row {
