@@ -7,7 +7,7 @@
 //! ([`crate::seal`]).
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::seal;
 use crate::util::{Failure, Result};
@@ -45,24 +45,33 @@ pub(crate) fn remove_leftovers(dir: &Path) {
 /// Removes rustc's temporary folders (`rmeta` and six characters) from the `deps` and
 /// `examples` folders at most `depth` levels under `folder` (`<pass>/<target>/<profile>/deps`).
 fn remove_rustc_temporaries(folder: &Path, depth: usize) {
+    for outputs in output_folders(folder, depth) {
+        for inner in fs::read_dir(&outputs).into_iter().flatten().flatten() {
+            if is_rustc_temporary(&inner.file_name().to_string_lossy())
+                && inner.file_type().is_ok_and(|t| t.is_dir())
+            {
+                let _ = fs::remove_dir_all(inner.path());
+            }
+        }
+    }
+}
+
+/// The `deps` and `examples` folders (where rustc writes a crate's outputs) at most `depth`
+/// levels under `folder`.
+fn output_folders(folder: &Path, depth: usize) -> Vec<PathBuf> {
+    let mut found = Vec::new();
     for entry in fs::read_dir(folder).into_iter().flatten().flatten() {
-        let path = entry.path();
         if !entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
-        let name = entry.file_name().to_string_lossy().into_owned();
+        let name = entry.file_name();
         if name == "deps" || name == "examples" {
-            for inner in fs::read_dir(&path).into_iter().flatten().flatten() {
-                if is_rustc_temporary(&inner.file_name().to_string_lossy())
-                    && inner.file_type().is_ok_and(|t| t.is_dir())
-                {
-                    let _ = fs::remove_dir_all(inner.path());
-                }
-            }
+            found.push(entry.path());
         } else if depth > 0 {
-            remove_rustc_temporaries(&path, depth - 1);
+            found.extend(output_folders(&entry.path(), depth - 1));
         }
     }
+    found
 }
 
 /// Whether `name` is that of a temporary folder of rustc's (`rmeta` and six random
@@ -127,28 +136,20 @@ pub(crate) fn forget_damaged_manifests(manifests: &Path, host: &Path) -> Result<
 /// without an extension) but no manifest in `manifests`.
 fn crates_without_manifest(folder: &Path, manifests: &Path, depth: usize) -> Vec<String> {
     let mut crates = Vec::new();
-    for entry in fs::read_dir(folder).into_iter().flatten().flatten() {
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let name = entry.file_name();
-        if name == "deps" || name == "examples" {
-            for file in fs::read_dir(entry.path()).into_iter().flatten().flatten() {
-                let name = file.file_name().to_string_lossy().into_owned();
-                let library = name.strip_prefix("lib").and_then(|rest| {
-                    rest.strip_suffix(".rlib").or_else(|| rest.strip_suffix(".rmeta"))
-                });
-                let program = (!name.contains('.') && file.file_type().is_ok_and(|t| t.is_file()))
-                    .then_some(name.as_str());
-                if let Some(krate) = library.or(program)
-                    && !manifests.join(format!("{krate}.json")).is_file()
-                    && !crates.iter().any(|c| c == krate)
-                {
-                    crates.push(krate.to_string());
-                }
+    for outputs in output_folders(folder, depth) {
+        for file in fs::read_dir(&outputs).into_iter().flatten().flatten() {
+            let name = file.file_name().to_string_lossy().into_owned();
+            let library = name.strip_prefix("lib").and_then(|rest| {
+                rest.strip_suffix(".rlib").or_else(|| rest.strip_suffix(".rmeta"))
+            });
+            let program = (!name.contains('.') && file.file_type().is_ok_and(|t| t.is_file()))
+                .then_some(name.as_str());
+            if let Some(krate) = library.or(program)
+                && !manifests.join(format!("{krate}.json")).is_file()
+                && !crates.iter().any(|c| c == krate)
+            {
+                crates.push(krate.to_string());
             }
-        } else if depth > 0 {
-            crates.extend(crates_without_manifest(&entry.path(), manifests, depth - 1));
         }
     }
     crates
@@ -157,18 +158,9 @@ fn crates_without_manifest(folder: &Path, manifests: &Path, depth: usize) -> Vec
 /// Removes the files named `names` from the `deps` and `examples` folders at most `depth`
 /// levels under `folder`.
 fn remove_outputs(folder: &Path, names: &[String], depth: usize) {
-    for entry in fs::read_dir(folder).into_iter().flatten().flatten() {
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let path = entry.path();
-        let name = entry.file_name();
-        if name == "deps" || name == "examples" {
-            for file in names {
-                let _ = fs::remove_file(path.join(file));
-            }
-        } else if depth > 0 {
-            remove_outputs(&path, names, depth - 1);
+    for outputs in output_folders(folder, depth) {
+        for file in names {
+            let _ = fs::remove_file(outputs.join(file));
         }
     }
 }

@@ -110,10 +110,43 @@ fn math64(x: &[f64], y: &[f64], out: &mut [f64]) {
 /// The arguments: special values, then a sweep over many magnitudes of both signs.
 fn arguments() -> Vec<f64> {
     let mut x = vec![
-        0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, 10.0, 100.0, -100.0, 1e-3, 0.999, 1.001,
-        std::f64::consts::PI, -std::f64::consts::FRAC_PI_2, 88.5, 89.0, -87.0, -104.0, 709.0,
-        710.0, 1e10, -1e10, 1e30, 1e300, 1e-40, -1e-40, 1e-310, f64::MIN_POSITIVE,
-        f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 3.0e38, -3.0e38, 12345.678, 0.1, 0.2,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.0,
+        10.0,
+        100.0,
+        -100.0,
+        1e-3,
+        0.999,
+        1.001,
+        std::f64::consts::PI,
+        -std::f64::consts::FRAC_PI_2,
+        88.5,
+        89.0,
+        -87.0,
+        -104.0,
+        709.0,
+        710.0,
+        1e10,
+        -1e10,
+        1e30,
+        1e300,
+        1e-40,
+        -1e-40,
+        1e-310,
+        f64::MIN_POSITIVE,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        3.0e38,
+        -3.0e38,
+        12345.678,
+        0.1,
+        0.2,
     ];
     for e in -30..=30 {
         let m = 10f64.powi(e / 3) * (1.0 + (e as f64 * 0.37).sin().abs());
@@ -157,20 +190,36 @@ macro_rules! check {
             eval(x[i], y[i], &mut expected);
             for k in 0..$f {
                 let (got, want) = (out[i * $f + k], expected[k]);
-                let d = ulps(got.to_bits() as u64, want.to_bits() as u64, sign, got.is_nan(), want.is_nan());
+                let d = ulps(
+                    got.to_bits() as u64,
+                    want.to_bits() as u64,
+                    sign,
+                    got.is_nan(),
+                    want.is_nan(),
+                );
                 worst[k] = worst[k].max(d);
                 if d > table[k].1 {
                     past[k] += 1;
                     if std::env::var_os("MATH_VERBOSE").is_some() {
-                        println!("  {}({:e}, {:e}) = {:e}, host {:e}", table[k].0, x[i], y[i], got, want);
+                        println!(
+                            "  {}({:e}, {:e}) = {:e}, host {:e}",
+                            table[k].0, x[i], y[i], got, want
+                        );
                     }
                 }
             }
         }
         let mut wrong = 0;
         for k in 0..$f {
-            let worst = if worst[k] == u64::MAX { "NaN against a number".to_string() } else { worst[k].to_string() };
-            println!("{} {}: at most {} ulp (bound {}), {} past it", $label, table[k].0, worst, table[k].1, past[k]);
+            let worst = if worst[k] == u64::MAX {
+                "NaN against a number".to_string()
+            } else {
+                worst[k].to_string()
+            };
+            println!(
+                "{} {}: at most {} ulp (bound {}), {} past it",
+                $label, table[k].0, worst, table[k].1, past[k]
+            );
             wrong += past[k];
         }
         println!("{}: {} of {} wrong", $label, wrong, n * $f);
