@@ -31,7 +31,7 @@ use crate::registration::{link_record, link_record_text, wrap_images};
 use crate::util::{
     Failure, Result, copy_if_changed, fail, forget_other_compilers_output, stop_point,
 };
-use crate::vendor::{device_binary, runtime_lib_dir};
+use crate::vendor::{device_binary, name_kernels, runtime_lib_dir};
 use crate::workspace::{
     Workspace, check_gpu_archs, host_triple, manifest_path_args, profile_args, profile_dir,
     rustc_version, source_args, workspace,
@@ -1016,6 +1016,11 @@ impl<'a> Build<'a> {
         };
         let began = SystemTime::now();
         log.cargo_pass(&what, build, failed)?;
+        // A vendor tool's refusal names kernels by symbol; the manifest gives their paths.
+        let kernels: Vec<(String, String)> = offload_manifest_format::read(&builder.manifest())
+            .map(|m| m.kernels.into_iter().map(|k| (k.symbol, k.kernel)).collect())
+            .unwrap_or_default();
+        let kernels = &kernels;
         let profile_images = self.profile_images();
         fs::create_dir_all(&profile_images).map_err(|e| {
             Failure::new(format!("cannot create {}: {e}", profile_images.display()))
@@ -1028,7 +1033,10 @@ impl<'a> Build<'a> {
                 .map(|(_, arch)| {
                     let deps = target_dir.join(&arch.target).join(&profile).join(output_folder);
                     let release = profile != "debug";
-                    scope.spawn(move || self.vendor_image(arch, &deps, release, began))
+                    scope.spawn(move || {
+                        let (made, line) = self.vendor_image(arch, &deps, release, began);
+                        (made.map_err(|failure| name_kernels(failure, kernels)), line)
+                    })
                 })
                 .collect();
             threads.into_iter().map(|t| t.join().expect("a vendor step panicked")).collect()

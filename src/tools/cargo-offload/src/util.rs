@@ -167,6 +167,17 @@ pub(crate) fn strings(s: &[&str]) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// A rustc that a signal ended makes the wrapper exit with 128 plus the signal's number, as
+    /// a shell reports it; one that exited keeps its code.
+    #[test]
+    fn a_program_ended_by_a_signal_gives_128_plus_the_signal() {
+        use std::os::unix::process::ExitStatusExt;
+        let killed = std::process::ExitStatus::from_raw(9);
+        assert_eq!(exit_code_of("rustc", killed), std::process::ExitCode::from(137));
+        let exited = std::process::ExitStatus::from_raw(1 << 8);
+        assert_eq!(exit_code_of("rustc", exited), std::process::ExitCode::from(1));
+    }
+
     #[test]
     fn files_are_written_only_when_they_change() {
         let dir = std::env::temp_dir().join(format!("cargo-offload-write-{}", std::process::id()));

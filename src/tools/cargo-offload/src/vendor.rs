@@ -59,6 +59,34 @@ pub(crate) fn tool(
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// `failure` (a vendor tool's refusal of an image) as a user reads it best: each kernel
+/// symbol that it names (`_offload_kernel_wave_e3cf14583604d3bb`) followed by the kernel's
+/// Rust path (`kernels`: each kernel's symbol and instance, from the manifest the image was
+/// built from), and an LLVM crash report (from its `PLEASE submit a bug report` line: the
+/// stack dump) cut to one line that says so, since the error line above it is what tells.
+pub(crate) fn name_kernels(failure: Failure, kernels: &[(String, String)]) -> Failure {
+    let Failure(message, status) = failure;
+    let mut lines: Vec<&str> = message.lines().collect();
+    let crash = lines.iter().position(|l| l.starts_with("PLEASE submit a bug report"));
+    let cut = crash.map(|at| lines.split_off(at).len());
+    let mut text = lines.join("\n");
+    if let Some(cut) = cut {
+        text.push_str(&format!(
+            "\n(LLVM's crash report, {cut} lines, left out: run the tool's command again to see \
+             it)"
+        ));
+    }
+    // Longer symbols first, so that one that begins another is not named inside it.
+    let mut kernels: Vec<&(String, String)> = kernels.iter().collect();
+    kernels.sort_by_key(|(symbol, _)| std::cmp::Reverse(symbol.len()));
+    for (symbol, kernel) in kernels {
+        if text.contains(symbol.as_str()) {
+            text = text.replace(symbol.as_str(), &format!("{symbol} (kernel `{kernel}`)"));
+        }
+    }
+    Failure(text, status)
+}
+
 /// What made a step's outputs: each tool with its modification time (a toolchain installed
 /// anew at the same path makes another record) and its arguments, then each input file, byte
 /// for byte (an image is a few MB at most; comparing its bytes leaves no doubt). A step whose
@@ -213,6 +241,30 @@ pub(crate) fn device_binary(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A refusal names each kernel by its Rust path beside its symbol, and leaves LLVM's stack
+    /// dump out.
+    #[test]
+    fn a_refusal_names_kernels_by_path_and_leaves_the_stack_dump_out() {
+        let message = "image sm_90: `llc` refused it: error: no libcall available for fexp\n\
+                       LLVM ERROR: Cannot select: 0x55e9 ch = NVPTXISD::CALL\n\
+                       In function: _offload_kernel_wave_e3cf\n\
+                       PLEASE submit a bug report to https://example.invalid/ and include it.\n\
+                       Stack dump:\n0.\tProgram arguments: llc\n #0 0x1 llvm::sys::Print";
+        let kernels = [
+            ("_offload_kernel_wave_e3cf".to_string(), "nbody::wave".to_string()),
+            ("_offload_kernel_step_0000".to_string(), "nbody::step".to_string()),
+        ];
+        let Failure(text, status) = name_kernels(Failure::new(message), &kernels);
+        assert_eq!(status, 1);
+        assert!(text.contains("In function: _offload_kernel_wave_e3cf (kernel `nbody::wave`)"));
+        assert!(!text.contains("nbody::step"), "a kernel it does not name");
+        assert!(text.ends_with(
+            "(LLVM's crash report, 4 lines, left out: run the tool's command \
+                                again to see it)"
+        ));
+        assert!(!text.contains("Stack dump") && !text.contains("PLEASE"));
+    }
 
     /// A record is unchanged only for the same tools, arguments and input bytes, once kept, and
     /// while the outputs exist; `forget` drops it.

@@ -336,6 +336,19 @@ mod tests {
         }
     }
 
+    /// A program that a signal ended gives 128 plus the signal's number (and a line that
+    /// names it), one that exited its own code.
+    #[test]
+    fn a_tool_ended_by_a_signal_exits_with_128_plus_the_signal() {
+        use std::os::unix::process::ExitStatusExt;
+        let killed = std::process::ExitStatus::from_raw(9);
+        assert_eq!(tool_exit("cargo offload build", killed), ExitCode::from(137));
+        let exited = std::process::ExitStatus::from_raw(3 << 8);
+        assert_eq!(tool_exit("cargo offload build", exited), ExitCode::from(3));
+        let words = ["offload", "build", "--release", "x"].map(std::ffi::OsString::from);
+        assert_eq!(tool_command("cargo", &words), "cargo offload build");
+    }
+
     #[test]
     fn no_verb_is_the_main_job() {
         assert_eq!(parse(&[]), Ok(Verb::Job));
