@@ -1,7 +1,12 @@
 """What the content seals of `cargo offload` cost (issue 62): an A/B of one workspace built
 with the project's `cargo-offload` before the seals (`--base`, a commit without them) and as it
-is now, each through its own checkout's `./x.py cargo` (which installs its own `cargo-offload`
-first), into its own copy of the workspace, alternating who goes first in each round.
+is now, each into its own copy of the workspace, alternating who goes first in each round.
+
+Both run through this checkout's `./x.py cargo`: the base's `cargo-offload` is built from a
+worktree of `--base` into a target folder of its own (the harness's shared `tools-target` would
+mix the two) and started as the cargo subcommand `offload-base` (a two-line script in the
+toolchain's tools folder, removed at the end), so that it is its own `RUSTC_WRAPPER` as the
+current one is.
 
 The workspace: a kernel crate (`add`, over a `u32` slice) and a program that launches it and
 formats its result with `regex` and `serde_json` (the tree's vendored sources, as the edit-loop
@@ -87,10 +92,11 @@ def edit(ws, n):
         f.write(APP.replace("EDIT", str(n)))
 
 
-def build(x, ws):
-    """Seconds of `cargo offload build` in `ws` through the checkout's `./x.py` (`x`)."""
+def build(subcommand, ws):
+    """Seconds of `cargo <subcommand> build` in `ws` through this checkout's `./x.py cargo`."""
     start = time.monotonic()
-    cmd = [x, "cargo", "offload", "build", "--offline", "--release", ARCHS]
+    cmd = [os.path.join(PROJECT, "x.py"), "cargo", subcommand, "build", "--offline", "--release",
+           ARCHS]
     run = subprocess.run(cmd, cwd=ws, capture_output=True, text=True)
     if run.returncode:
         sys.exit(f"{' '.join(cmd)} in {ws} failed:\n{run.stderr[-3000:]}")
@@ -106,29 +112,48 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     base = os.path.join(work, "base")
-    subprocess.run(["git", "-C", PROJECT, "worktree", "add", "--detach", base, args.base], check=True,
-                   capture_output=True)
+    subprocess.run(["git", "-C", PROJECT, "worktree", "add", "--detach", base, args.base],
+                   check=True, capture_output=True)
+    tools = os.path.join(CACHE, "build/x86_64-unknown-linux-gnu/offload-tools/bin")
+    script = os.path.join(tools, "cargo-offload-base")
     try:
-        xs = {"before": os.path.join(base, "x.py"), "now": os.path.join(PROJECT, "x.py")}
-        for version, x in xs.items():
+        vendor = os.path.join(CACHE, "tree/vendor")
+        subprocess.run(["cargo", "+1.95.0", "build", "--quiet", "--release", "--offline",
+                        "--manifest-path", os.path.join(base, "src/tools/cargo-offload/Cargo.toml"),
+                        "--config", "source.crates-io.replace-with='vendored'",
+                        "--config", f"source.vendored.directory='{vendor}'",
+                        "--target-dir", os.path.join(work, "base-target")], check=True)
+        binary = os.path.join(work, "cargo-offload-base")
+        shutil.copy(os.path.join(work, "base-target/release/cargo-offload"), binary)
+        with open(script, "w") as f:
+            f.write(f'#!/bin/sh\n# seal_cost.py: the base\'s cargo offload.\nshift\n'
+                    f'exec {binary} offload "$@"\n')
+        os.chmod(script, 0o755)
+        subcommands = {"before": "offload-base", "now": "offload"}
+        for version, subcommand in subcommands.items():
             write_workspace(os.path.join(work, f"ws-{version}"))
-            build(x, os.path.join(work, f"ws-{version}"))
+            build(subcommand, os.path.join(work, f"ws-{version}"))
         steps = ["no-op", "host edit"]
-        times = {(v, s): [] for v in xs for s in steps}
+        times = {(v, s): [] for v in subcommands for s in steps}
         for r in range(args.rounds):
-            order = list(xs) if r % 2 == 0 else list(reversed(list(xs)))
+            order = list(subcommands) if r % 2 == 0 else list(reversed(list(subcommands)))
             for version in order:
                 ws = os.path.join(work, f"ws-{version}")
-                times[(version, "no-op")].append(build(xs[version], ws))
+                times[(version, "no-op")].append(build(subcommands[version], ws))
                 edit(ws, r + 1)
-                times[(version, "host edit")].append(build(xs[version], ws))
+                times[(version, "host edit")].append(build(subcommands[version], ws))
         for step in steps:
             before = statistics.median(times[("before", step)])
             now = statistics.median(times[("now", step)])
-            runs = {v: [round(t, 2) for t in times[(v, step)]] for v in xs}
+            runs = {v: [round(t, 2) for t in times[(v, step)]] for v in subcommands}
             print(f"{step}: before {before:.2f} s, now {now:.2f} s (medians of {args.rounds}), "
                   f"now/before {now / before:.3f}; runs {runs}")
+        sealed = [os.path.exists(os.path.join(work, f"ws-{v}/target/offload/images/release/"
+                                              "host.offload.sha256")) for v in subcommands]
+        print(f"seals written: before {sealed[0]}, now {sealed[1]}")
     finally:
+        if os.path.exists(script):
+            os.remove(script)
         subprocess.run(["git", "-C", PROJECT, "worktree", "remove", "--force", base],
                        capture_output=True)
 
