@@ -18,7 +18,7 @@
 //! passes, vendor tools, registration, host link), a build after a kernel edit is stopped where
 //! the phase begins (`CARGO_OFFLOAD_STOP_AT`, which makes `cargo offload` end itself with
 //! `SIGKILL`), and the next build gives a program that embeds both images and runs the edited
-//! kernel.
+//! kernel, whose symbol (a hash of its definition) the NVIDIA image's PTX holds.
 
 //@ only-x86_64
 //@ needs-offload
@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use run_make_support::offload::{
     cargo_offload, cargo_offload_fails_with, llvm_tool, write_workspace,
 };
-use run_make_support::{cmd, cwd, rfs};
+use run_make_support::{cmd, cwd, rfs, serde_json};
 
 const ARCHS: &str = "--offload-arch=host,sm_90";
 
@@ -160,7 +160,9 @@ fn main() {
             let after = format!("a {how} {kind} ({})", path.display());
             let built = build_and_check(&ws, 1, &images, &after);
             if *kind == "linked program" {
-                assert!(file.is_file(), "{after}: not linked again\n{built}");
+                // The file rustc linked, not only cargo's copy of it, runs and computes right.
+                let ran = cmd(&file).run().stdout_utf8();
+                assert_eq!(ran, "first 42 last 42\n", "{after}: not linked again\n{built}");
             } else {
                 assert!(rfs::read(&file) == originals[kind], "{after}: not made again\n{built}");
             }
@@ -204,6 +206,16 @@ fn main() {
             said.contains(&format!("names `{phase}`: stopping")),
             "{phase} not reached\n{said}"
         );
-        build_and_check(&ws, by, &images, &format!("a build stopped at `{phase}`"));
+        let after = format!("a build stopped at `{phase}`");
+        build_and_check(&ws, by, &images, &after);
+        // The NVIDIA image is the edited kernel's too: its symbol, which hashes the kernel's
+        // definition, is the one the manifest records now.
+        let manifest: serde_json::Value =
+            serde_json::from_str(&rfs::read_to_string(offload.join("image/manifest.json")))
+                .unwrap();
+        let symbol = manifest["kernels"][0]["symbol"].as_str();
+        let symbol = symbol.unwrap_or_else(|| panic!("{after}: no symbol in {manifest}"));
+        let ptx = rfs::read_to_string(offload.join("images/sm_90.ptx"));
+        assert!(ptx.contains(symbol), "{after}: the sm_90 image lacks `{symbol}`");
     }
 }

@@ -38,6 +38,7 @@ fn main() {
     }
     assert!(isa.contains("_offload_kernel_math32"), "no math32 kernel in the gfx90a image");
     let ptx = rfs::read_to_string(images.join("sm_90.ptx"));
+    assert!(ptx.contains("_offload_kernel_math64"), "no math64 kernel in the sm_90 PTX");
     for approximate in ["sin.approx", "cos.approx", "ex2.approx", "lg2.approx"] {
         assert!(!ptx.contains(approximate), "the sm_90 PTX uses `{approximate}`");
     }

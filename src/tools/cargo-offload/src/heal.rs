@@ -13,7 +13,8 @@ use crate::seal;
 use crate::util::{Failure, Result};
 
 /// Removes the temporary files of killed builds from `dir` (`<target dir>/offload`): in
-/// `images` and its profile folders, every file whose name holds `.tmp` (LLVM's tools write
+/// `images`, its profile folders and `manifests`, every file whose name holds `.tmp` (LLVM's
+/// tools and rustc's manifest writer write
 /// `<output>.tmp<random>` and rename it; [`seal::write_atomically`] writes
 /// `<file>.tmp<pid>`) and the registration's `offload-registration.new.o`; in the `deps` and
 /// `examples` folders of the passes' target folders (`host`, `device`, `device-<arch>`),
@@ -23,7 +24,9 @@ use crate::util::{Failure, Result};
 pub(crate) fn remove_leftovers(dir: &Path) {
     let images = dir.join("images");
     let profiles = fs::read_dir(&images).into_iter().flatten().flatten().map(|e| e.path());
-    let folders: Vec<_> = std::iter::once(images.clone()).chain(profiles).collect();
+    // The manifests' folder too: rustc writes a manifest through `<manifest>.tmp<pid>`.
+    let folders: Vec<_> =
+        [images.clone(), dir.join("manifests")].into_iter().chain(profiles).collect();
     for folder in folders.iter().filter(|f| f.is_dir()) {
         for entry in fs::read_dir(folder).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -133,7 +136,7 @@ pub(crate) fn forget_damaged_manifests(manifests: &Path, host: &Path) -> Result<
 
 /// The crates (`<crate name><extra filename>`) that have outputs in the `deps` and `examples`
 /// folders at most `depth` levels under `folder` (an `rlib`, an `rmeta`, or a program: a file
-/// without an extension) but no manifest in `manifests`.
+/// without an extension, named with an extra filename) but no manifest in `manifests`.
 fn crates_without_manifest(folder: &Path, manifests: &Path, depth: usize) -> Vec<String> {
     let mut crates = Vec::new();
     for outputs in output_folders(folder, depth) {
@@ -144,7 +147,9 @@ fn crates_without_manifest(folder: &Path, manifests: &Path, depth: usize) -> Vec
             });
             let program = (!name.contains('.') && file.file_type().is_ok_and(|t| t.is_file()))
                 .then_some(name.as_str());
-            if let Some(krate) = library.or(program)
+            // Only rustc's own files, named with cargo's extra filename (`-<hash>`): cargo's
+            // copy of an example (`examples/<name>`) has no manifest of its own.
+            if let Some(krate) = library.or(program).filter(|krate| krate.contains('-'))
                 && !manifests.join(format!("{krate}.json")).is_file()
                 && !crates.iter().any(|c| c == krate)
             {
@@ -224,8 +229,11 @@ mod tests {
         let deps = host.join("debug/deps");
         fs::create_dir_all(&manifests).unwrap();
         fs::create_dir_all(&deps).unwrap();
-        // A program whose manifest is gone, and a build script's folder, which has none.
+        // A program whose manifest is gone, and a build script's folder, which has none;
+        // cargo's copy of an example, which has no extra filename.
         fs::write(deps.join("app-4"), b"program").unwrap();
+        fs::create_dir_all(host.join("debug/examples")).unwrap();
+        fs::write(host.join("debug/examples/demo"), b"copy").unwrap();
         fs::create_dir_all(deps.join("build-script-build-5")).unwrap();
         for name in ["good-1", "torn-2", "unsealed-3"] {
             fs::write(manifests.join(format!("{name}.json")), b"{\"kernels\":[]}").unwrap();
@@ -238,6 +246,7 @@ mod tests {
         forget_damaged_manifests(&manifests, &host).ok().unwrap();
         assert!(!deps.join("app-4").exists(), "a program without a manifest stayed");
         assert!(deps.join("build-script-build-5").exists());
+        assert!(host.join("debug/examples/demo").exists(), "cargo's copy of an example went");
         assert!(seal::intact(&manifests.join("good-1.json")));
         assert!(deps.join("libgood-1.rmeta").exists() && deps.join("good-1.d").exists());
         for name in ["torn-2", "unsealed-3"] {

@@ -208,7 +208,10 @@ fn linker_setting(triple: &str) -> String {
     } else if in_flags("RUSTFLAGS") || in_flags("CARGO_ENCODED_RUSTFLAGS") {
         "`-C linker` in `RUSTFLAGS`".to_string()
     } else {
-        format!("`target.{triple}.linker` in a `.cargo/config.toml` (or `--config`)")
+        format!(
+            "`target.{triple}.linker`, or `-C linker` in `build.rustflags` or \
+             `target.{triple}.rustflags`, of a `.cargo/config.toml` (or `--config`)"
+        )
     }
 }
 

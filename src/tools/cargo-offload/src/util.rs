@@ -69,7 +69,7 @@ pub(crate) fn stop_point(phase: &str) {
         eprintln!("[cargo offload] {} names `{phase}`: stopping with SIGKILL", env::STOP_AT);
         let pid = std::process::id().to_string();
         let _ = Command::new("kill").args(["-KILL", &pid]).status();
-        // `kill` is on every machine that runs cargo; without it, end as abruptly.
+        // `kill` is on every machine that runs cargo; without it, end as abruptly (SIGABRT).
         std::process::abort();
     }
 }
