@@ -3,8 +3,9 @@
 // each parameter that is or holds one (by value in a struct, behind pointers) is an error at the
 // launch that names the kernel's path, the parameter (its name and type) and why, with a fix,
 // instead of an error without a location from the host's codegen (a function pointer) or a
-// refusal that called a trait object interior-mutable data. A launch whose tuple differs from the kernel's parameters in several places names every
-// one of them, each with the type it was given, in one error.
+// refusal that called a trait object interior-mutable data. A launch whose tuple differs from
+// the kernel's parameters in several places names every one of them, each with the type it was
+// given, in one error.
 
 //@ needs-offload
 //@ edition: 2024
