@@ -1016,31 +1016,9 @@ impl<'a> Build<'a> {
         };
         let began = SystemTime::now();
         log.cargo_pass(&what, build, failed)?;
-        // A vendor tool's refusal names kernels by symbol; the manifest gives their paths.
-        let kernels: Vec<(String, String)> = offload_manifest_format::read(&builder.manifest())
-            .map(|m| m.kernels.into_iter().map(|k| (k.symbol, k.kernel)).collect())
-            .unwrap_or_default();
-        let kernels = &kernels;
-        let profile_images = self.profile_images();
-        fs::create_dir_all(&profile_images).map_err(|e| {
-            Failure::new(format!("cannot create {}: {e}", profile_images.display()))
-        })?;
-        // The vendor tools of the archs at once: each runs one process at a time.
-        let made: Vec<(Result<(PathBuf, PathBuf)>, Option<String>)> = std::thread::scope(|scope| {
-            let threads: Vec<_> = batch
-                .archs
-                .iter()
-                .map(|(_, arch)| {
-                    let deps = target_dir.join(&arch.target).join(&profile).join(output_folder);
-                    let release = profile != "debug";
-                    scope.spawn(move || {
-                        let (made, line) = self.vendor_image(arch, &deps, release, began);
-                        (made.map_err(|failure| name_kernels(failure, kernels)), line)
-                    })
-                })
-                .collect();
-            threads.into_iter().map(|t| t.join().expect("a vendor step panicked")).collect()
-        });
+        let folders =
+            |arch: &Arch| target_dir.join(&arch.target).join(&profile).join(output_folder);
+        let made = self.vendor_images(batch, builder, &folders, profile != "debug", began)?;
         // Every arch's line first: one arch's failure does not hide what the others made.
         for (_, line) in &made {
             if let Some(line) = line {
@@ -1053,6 +1031,43 @@ impl<'a> Build<'a> {
             .zip(made)
             .map(|((index, _), (result, _))| result.map(|image| (*index, image)));
         images.collect()
+    }
+
+    /// The vendor tools of `batch`'s archs at once (each runs one process at a time), on the
+    /// images that `builder`'s device passes, which began at `began`, wrote into each arch's
+    /// output folder (`folders`); [`Build::vendor_image`] for each arch, in the batch's order.
+    /// A refusal names each kernel by its Rust path beside its symbol ([`name_kernels`], from
+    /// `builder`'s manifest). Fails only if this profile's images folder cannot be made.
+    fn vendor_images(
+        &self,
+        batch: &Batch<'_>,
+        builder: &ImageBuilder,
+        folders: &(dyn Fn(&Arch) -> PathBuf + Sync),
+        release: bool,
+        began: SystemTime,
+    ) -> Result<Vec<(Result<(PathBuf, PathBuf)>, Option<String>)>> {
+        let kernels: Vec<(String, String)> = offload_manifest_format::read(&builder.manifest())
+            .map(|m| m.kernels.into_iter().map(|k| (k.symbol, k.kernel)).collect())
+            .unwrap_or_default();
+        let kernels = &kernels;
+        let profile_images = self.profile_images();
+        fs::create_dir_all(&profile_images).map_err(|e| {
+            Failure::new(format!("cannot create {}: {e}", profile_images.display()))
+        })?;
+        Ok(std::thread::scope(|scope| {
+            let threads: Vec<_> = batch
+                .archs
+                .iter()
+                .map(|(_, arch)| {
+                    let deps = folders(arch);
+                    scope.spawn(move || {
+                        let (made, line) = self.vendor_image(arch, &deps, release, began);
+                        (made.map_err(|failure| name_kernels(failure, kernels)), line)
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().expect("a vendor step panicked")).collect()
+        }))
     }
 
     /// The image of `arch` from its device pass's output folder `deps`, made by the vendor
