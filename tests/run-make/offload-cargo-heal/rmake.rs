@@ -54,9 +54,89 @@ pub fn add(y: &mut [u32]) {{
 
 const APP: &str = "#![feature(gpu_offload)]
 
+fn main() {
+    let mut y = vec![41u32; 256];
+    core::offload::offload! {
+        kernel = kernels::add,
+        workgroup_dim = [4, 1, 1],
+        thread_dim = [64, 1, 1],
+        args = (&mut y[..],),
+    }
+    println!(\"first {} last {}\", y[0], y[255]);
+}
+";
+
+/// `(arch, triple)` of each image that `llvm-objdump --offloading` lists in `program`.
+fn embedded_images(program: &Path) -> Vec<(String, String)> {
+    let dump = cmd(llvm_tool("llvm-objdump")).arg("--offloading").arg(program).run().stdout_utf8();
+    let field = |block: &str, key: &str| {
+        block.lines().find_map(|l| l.strip_prefix(key)).map(|v| v.trim().to_string())
+    };
+    let images = dump.split("OFFLOADING IMAGE").skip(1);
+    images.map(|b| (field(b, "arch").unwrap_or_default(), field(b, "triple").unwrap())).collect()
+}
+
+/// Builds, runs the program and checks what it computes (`41 + by` everywhere) and that it embeds
+/// `images`; returns the build's output.
+fn build_and_check(ws: &Path, by: u32, images: &[(String, String)], after: &str) -> String {
+    let built = cargo_offload(ws, &["build", ARCHS]).stderr_utf8();
+    let program = ws.join("target/offload/host/x86_64-unknown-linux-gnu/debug/app");
+    assert_eq!(embedded_images(&program), images, "{after}: the program's images\n{built}");
+    let ran = cmd(&program).run().stdout_utf8();
+    let expected = format!("first {0} last {0}\n", 41 + by);
+    assert_eq!(ran, expected, "{after}: the program computed wrong\n{built}");
+    built
+}
+
+/// The files of the clean build that a later build reuses, by kind, as paths relative to
+/// `<ws>/target/offload` (the program's: the file rustc linked, under `deps`).
+fn reused_files(offload: &Path) -> Vec<(&'static str, PathBuf)> {
+    let deps = offload.join("host/x86_64-unknown-linux-gnu/debug/deps");
+    let find = |dir: &Path, prefix: &str, suffix: &str| -> PathBuf {
+        let names = rfs::read_dir(dir).map(|e| e.unwrap().file_name().into_string().unwrap());
+        let name = names
+            .filter(|n| n.starts_with(prefix) && n.ends_with(suffix))
+            .find(|n| !n.contains('.') || suffix.contains('.'))
+            .unwrap_or_else(|| panic!("no {prefix}*{suffix} in {}", dir.display()));
+        dir.strip_prefix(offload).unwrap().join(name)
+    };
+    vec![
+        ("packaged image", "images/debug/sm_90.offload".into()),
+        ("loadable image", "images/debug/host.so".into()),
+        ("published image", "images/sm_90.cubin".into()),
+        ("registration object", "images/debug/offload-registration.o".into()),
+        ("crate manifest", find(&offload.join("manifests"), "kernels-", ".json")),
+        ("device pass image", "device/nvptx64-nvidia-cuda/debug/deps/host.out".into()),
+        ("linked program", find(&deps, "app-", "")),
+    ]
+}
+
+/// Damages the file at `path` in the way `how` names.
+fn damage(path: &Path, how: &str) {
+    let bytes = rfs::read(path);
+    match how {
+        "truncated" => rfs::write(path, &bytes[..bytes.len() / 2]),
+        // Bytes of a simple generator, as many as the file had: no tool's format.
+        "garbage" => {
+            let mut state = 0x2545_f491_u32;
+            let garbage: Vec<u8> = (0..bytes.len())
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 17;
+                    state ^= state << 5;
+                    state as u8
+                })
+                .collect();
+            rfs::write(path, garbage)
+        }
+        "deleted" => rfs::remove_file(path),
+        _ => unreachable!(),
+    }
+}
+
 /// Damages each kind of reused file in each way, and checks that the next build heals it:
 /// the file as the clean build wrote it (`offload`: `<ws>/target/offload`), a vendor output
-/// never called `(unchanged)`, and the program of `build_and_check`.
+/// never called `(unchanged)`, and the program of [`build_and_check`].
 fn damage_each_kind(ws: &Path, offload: &Path, images: &[(String, String)]) {
     let files = reused_files(offload);
     let originals: BTreeMap<&str, Vec<u8>> =
@@ -91,9 +171,9 @@ fn damage_each_kind(ws: &Path, offload: &Path, images: &[(String, String)]) {
     }
 }
 
-/// A build after a kernel edit, stopped where each phase begins, then the next build: it runs
-/// the edited kernel, and the NVIDIA image is the edited kernel's too (its symbol, which hashes
-/// the kernel's definition, is the one the manifest records now).
+/// A build after a kernel edit, stopped where each phase begins, then the next build, which
+/// must run the edited kernel ([`build_and_check`]) and give the NVIDIA image the edited
+/// kernel's symbol.
 fn stop_at_each_phase(ws: &Path, offload: &Path, images: &[(String, String)]) {
     let phases = ["host-compile", "device-passes", "vendor", "registration", "host-link"];
     for (n, phase) in phases.into_iter().enumerate() {
@@ -111,6 +191,8 @@ fn stop_at_each_phase(ws: &Path, offload: &Path, images: &[(String, String)]) {
         );
         let after = format!("a build stopped at `{phase}`");
         build_and_check(ws, by, images, &after);
+        // The NVIDIA image is the edited kernel's too: its symbol, which hashes the kernel's
+        // definition, is the one the manifest records now.
         let manifest: serde_json::Value =
             serde_json::from_str(&rfs::read_to_string(offload.join("image/manifest.json")))
                 .unwrap();
@@ -136,6 +218,7 @@ fn main() {
     let images = embedded_images(&program);
     assert_eq!(images.len(), 2, "the clean build's images: {images:?}\n{clean}");
     build_and_check(&ws, 1, &images, "the clean build");
+
     damage_each_kind(&ws, &offload, &images);
 
     // Leftovers of a killed build.
