@@ -6,6 +6,8 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
+use offload_targets::identity::driver_identity;
+
 use crate::env;
 
 /// A failure: one line for the user, and the exit status.
@@ -109,24 +111,7 @@ pub(crate) fn forget_other_compilers_output(dir: &Path) -> Result<()> {
     let sysroot =
         run(&["--print", "sysroot"]).map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
     let mut identity = version;
-    if let Ok(entries) = fs::read_dir(Path::new(sysroot.trim()).join("lib")) {
-        let mut drivers: Vec<String> = entries
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("librustc_driver"))
-            .filter_map(|e| {
-                let meta = e.metadata().ok()?;
-                let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
-                Some(format!(
-                    "{} {} {}",
-                    e.file_name().to_string_lossy(),
-                    meta.len(),
-                    modified.as_nanos()
-                ))
-            })
-            .collect();
-        drivers.sort();
-        identity.push_str(&drivers.join("\n"));
-    }
+    identity.push_str(&driver_identity(Path::new(sysroot.trim())).join("\n"));
     // The device sysroot's `core` may be rebuilt while the compiler stays: cargo does not track
     // sysroot libraries, so the device passes' outputs would still name the older one.
     if let Some(sysroot) = std::env::var_os(env::DEVICE_SYSROOT) {

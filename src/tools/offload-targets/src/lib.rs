@@ -13,6 +13,8 @@
 //! The crate has no dependencies: the harness workspace builds before upstream's vendored
 //! crates exist, and the JSON is written by hand.
 //!
+//! The crate also owns the compiler's identity as the tools' caches see it ([`identity`]).
+//!
 //! Where the facts come from:
 //! - The triples are rustc's targets of the GPUs (`amdgcn-amd-amdhsa`, `nvptx64-nvidia-cuda`)
 //!   and the machine's own target for the CPU device, which LLVM's offload runtime runs in the
@@ -29,6 +31,8 @@
 //!   runtime loads with `dlopen` beside the program's C library.
 
 use std::fmt::Write as _;
+
+pub mod identity;
 
 /// The host triple the fork is built for and runs on (x86-64 Linux). The CPU device's target in
 /// the table; `cargo offload` takes the machine's own triple instead ([`Device::triple_on`]).

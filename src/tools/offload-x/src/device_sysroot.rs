@@ -21,6 +21,8 @@ use std::fs;
 
 use std::path::Path;
 
+use offload_targets::identity::{driver_identity, files_identity};
+
 use crate::cache::{Cache, device_sysroot, stage0_toolchain};
 use crate::toolchain::toolchain;
 use crate::ui::{Failure, Result, Timer, fail};
@@ -42,32 +44,9 @@ const RECIPE: &str = "cargo build --release -Zbuild-std=std,panic_abort, -Zalway
 fn compiler_identity(cache: &Cache) -> String {
     let stage1 = cache.stage1();
     let host_lib = stage1.join("lib/rustlib/x86_64-unknown-linux-gnu/lib");
-    let drivers = files_named(&stage1.join("lib"), &["librustc_driver"]);
-    let libraries = files_named(&host_lib, &["libcore-", "liballoc-", "libstd-"]);
+    let drivers = driver_identity(&stage1);
+    let libraries = files_identity(&host_lib, &["libcore-", "liballoc-", "libstd-"]);
     format!("{RECIPE}\n{}\n{}", drivers.join("\n"), libraries.join("\n"))
-}
-
-/// The files of `dir` whose names start with one of `prefixes`, each as "name size mtime"
-/// (nanoseconds since the epoch), sorted by name.
-fn files_named(dir: &Path, prefixes: &[&str]) -> Vec<String> {
-    let mut files: Vec<String> = fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| prefixes.iter().any(|p| e.file_name().to_string_lossy().starts_with(p)))
-        .filter_map(|e| {
-            let meta = e.metadata().ok()?;
-            let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
-            Some(format!(
-                "{} {} {}",
-                e.file_name().to_string_lossy(),
-                meta.len(),
-                modified.as_nanos()
-            ))
-        })
-        .collect();
-    files.sort();
-    files
 }
 
 /// Writes the device sysroot: `core`, `alloc` and `std` of every device target, rebuilt only
