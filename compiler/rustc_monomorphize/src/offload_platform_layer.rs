@@ -26,7 +26,7 @@ use rustc_hir::def_id::DefId;
 use rustc_middle::middle::codegen_fn_attrs::CodegenFnAttrFlags;
 use rustc_middle::mir::mono::MonoItem;
 use rustc_middle::ty::print::with_no_trimmed_paths;
-use rustc_middle::ty::{InstanceKind, TyCtxt};
+use rustc_middle::ty::{Instance, InstanceKind, TyCtxt};
 use rustc_span::Symbol;
 
 use crate::collector::UsageMap;
@@ -53,33 +53,72 @@ pub(crate) fn check_platform_layer_unreached<'tcx>(
     usage_map: &UsageMap<'tcx>,
 ) {
     let Some(layer) = tcx.get_diagnostic_item(Symbol::intern(PLATFORM_LAYER)) else { return };
+    let layer_item_in = |item: &MonoItem<'tcx>| layer_item_in(tcx, layer, item);
+    for kernel in kernels_by_symbol(tcx, items) {
+        let successors =
+            |item: MonoItem<'tcx>| usage_map.used_map.get(&item).into_iter().flatten().copied();
+        let Some((chain, inlined)) =
+            shortest_chain(MonoItem::Fn(kernel), successors, &layer_item_in)
+        else {
+            continue;
+        };
+        // Definitions, not instances: the generic arguments of `std`'s internals (closures
+        // within closures) would hide the path. The calls inlined into the last item end the
+        // path.
+        let mut path: Vec<(DefId, bool)> =
+            chain.iter().filter_map(item_def_id).map(|def_id| (def_id, false)).collect();
+        if path.last().map(|&(def_id, _)| vec![def_id]) != Some(inlined.clone()) {
+            path.extend(inlined.iter().map(|&def_id| (def_id, true)));
+        }
+        // The item that the user's code called: the one after the last of the user's crate.
+        let last_local = path.iter().rposition(|(def_id, _)| def_id.is_local());
+        let entry = path[last_local.map_or(path.len() - 1, |i| (i + 1).min(path.len() - 1))].0;
+        tcx.dcx().emit_err(errors::OffloadKernelReachesPlatformLayer {
+            span: tcx.def_span(kernel.def_id()),
+            kernel: kernel.to_string(),
+            item: with_no_trimmed_paths!(tcx.def_path_str(entry)),
+            target: tcx.sess.target.llvm_target.to_string(),
+            chain: shown_chain(tcx, &path),
+        });
+    }
+}
+
+/// The layer's item that `item` is (`[item]`), or the calls that the MIR inliner put into its
+/// body, from the outermost one to an item of the layer (the module `layer` or within it);
+/// `None` when it is neither.
+fn layer_item_in<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    layer: DefId,
+    item: &MonoItem<'tcx>,
+) -> Option<Vec<DefId>> {
     let in_layer = |def_id: DefId| tcx.is_descendant_of(def_id, layer);
-    // The layer's item that `item` is (`[item]`), or the calls that the MIR inliner put into
-    // its body from the outermost one to an item of the layer.
-    let layer_item_in = |item: &MonoItem<'tcx>| -> Option<Vec<DefId>> {
-        let def_id = item_def_id(item)?;
-        if in_layer(def_id) {
-            return Some(vec![def_id]);
-        }
-        let MonoItem::Fn(instance) = *item else { return None };
-        if let InstanceKind::Item(def_id) = instance.def
-            && !tcx.is_mir_available(def_id)
-        {
-            return None;
-        }
-        let scopes = &tcx.instance_mir(instance.def).source_scopes;
-        let reached = scopes
-            .iter()
-            .find(|scope| scope.inlined.is_some_and(|(callee, _)| in_layer(callee.def_id())))?;
-        let mut inlined = Vec::new();
-        let mut scope = Some(reached);
-        while let Some(data) = scope {
-            inlined.extend(data.inlined.map(|(callee, _)| callee.def_id()));
-            scope = data.inlined_parent_scope.map(|parent| &scopes[parent]);
-        }
-        inlined.reverse();
-        Some(inlined)
-    };
+    let def_id = item_def_id(item)?;
+    if in_layer(def_id) {
+        return Some(vec![def_id]);
+    }
+    let MonoItem::Fn(instance) = *item else { return None };
+    if let InstanceKind::Item(def_id) = instance.def
+        && !tcx.is_mir_available(def_id)
+    {
+        return None;
+    }
+    let scopes = &tcx.instance_mir(instance.def).source_scopes;
+    let reached = scopes
+        .iter()
+        .find(|scope| scope.inlined.is_some_and(|(callee, _)| in_layer(callee.def_id())))?;
+    let mut inlined = Vec::new();
+    let mut scope = Some(reached);
+    while let Some(data) = scope {
+        inlined.extend(data.inlined.map(|(callee, _)| callee.def_id()));
+        scope = data.inlined_parent_scope.map(|parent| &scopes[parent]);
+    }
+    inlined.reverse();
+    Some(inlined)
+}
+
+/// The kernels among `items` (instances with `#[rustc_offload_kernel]`'s codegen flag), in the
+/// order of their symbols, so that the errors come in an order that does not depend on hashing.
+fn kernels_by_symbol<'tcx>(tcx: TyCtxt<'tcx>, items: &[MonoItem<'tcx>]) -> Vec<Instance<'tcx>> {
     let mut kernels: Vec<_> = items
         .iter()
         .filter_map(|item| match *item {
@@ -95,47 +134,26 @@ pub(crate) fn check_platform_layer_unreached<'tcx>(
         })
         .collect();
     kernels.sort_by_key(|&(symbol, _)| symbol);
-    for (_, kernel) in kernels {
-        let successors =
-            |item: MonoItem<'tcx>| usage_map.used_map.get(&item).into_iter().flatten().copied();
-        let Some((chain, inlined)) =
-            shortest_chain(MonoItem::Fn(kernel), successors, &layer_item_in)
-        else {
-            continue;
-        };
-        // Definitions, not instances: the generic arguments of `std`'s internals (closures
-        // within closures) would hide the path. Full paths (`std::time::Instant::now`, not the
-        // trimmed `Instant::now`), so that each item says whose it is. The calls inlined into
-        // the last item end the path.
-        let mut path: Vec<(DefId, bool)> =
-            chain.iter().filter_map(item_def_id).map(|def_id| (def_id, false)).collect();
-        if path.last().map(|&(def_id, _)| vec![def_id]) != Some(inlined.clone()) {
-            path.extend(inlined.iter().map(|&def_id| (def_id, true)));
-        }
-        // The item that the user's code called: the one after the last of the user's crate.
-        let last_local = path.iter().rposition(|(def_id, _)| def_id.is_local());
-        let entry = path[last_local.map_or(path.len() - 1, |i| (i + 1).min(path.len() - 1))].0;
-        let names: Vec<String> = path
-            .iter()
-            .map(|&(def_id, inlined)| {
-                let name = with_no_trimmed_paths!(tcx.def_path_str(def_id));
-                if inlined { format!("`{name}` (inlined)") } else { format!("`{name}`") }
-            })
-            .collect();
-        let shown = if names.len() > 2 * SHOWN_AT_EACH_END {
-            let (head, tail) =
-                (&names[..SHOWN_AT_EACH_END], &names[names.len() - SHOWN_AT_EACH_END..]);
-            format!("{} -> ... -> {}", head.join(" -> "), tail.join(" -> "))
-        } else {
-            names.join(" -> ")
-        };
-        tcx.dcx().emit_err(errors::OffloadKernelReachesPlatformLayer {
-            span: tcx.def_span(kernel.def_id()),
-            kernel: kernel.to_string(),
-            item: with_no_trimmed_paths!(tcx.def_path_str(entry)),
-            target: tcx.sess.target.llvm_target.to_string(),
-            chain: shown,
-        });
+    kernels.into_iter().map(|(_, kernel)| kernel).collect()
+}
+
+/// The chain `path` (definitions, each marked when the MIR inliner put it into the one before)
+/// as the error prints it: full paths (`std::time::Instant::now`, not the trimmed
+/// `Instant::now`), so that each item says whose it is, joined by ` -> `, with the middle
+/// elided when more than twice [`SHOWN_AT_EACH_END`] items.
+fn shown_chain(tcx: TyCtxt<'_>, path: &[(DefId, bool)]) -> String {
+    let names: Vec<String> = path
+        .iter()
+        .map(|&(def_id, inlined)| {
+            let name = with_no_trimmed_paths!(tcx.def_path_str(def_id));
+            if inlined { format!("`{name}` (inlined)") } else { format!("`{name}`") }
+        })
+        .collect();
+    if names.len() > 2 * SHOWN_AT_EACH_END {
+        let (head, tail) = (&names[..SHOWN_AT_EACH_END], &names[names.len() - SHOWN_AT_EACH_END..]);
+        format!("{} -> ... -> {}", head.join(" -> "), tail.join(" -> "))
+    } else {
+        names.join(" -> ")
     }
 }
 

@@ -278,36 +278,7 @@ extern "C" fn on_fatal_signal(signum: c_int, info: *const SigInfo, context: *mut
     // would not.
     let fault = matches!((signum, code), (11, 1..=4) | (7, 1..=3));
     if first {
-        let kernel = running_kernel().unwrap_or("?");
-        let [stacks, stacks_end] = FIBER_STACKS.get();
-        let guard_page =
-            (stacks..stacks_end).contains(&addr) && (addr - stacks) % FIBER_STACK < PAGE;
-        let mut line = Line::EMPTY;
-        let _ = write!(
-            line,
-            "error: the offload kernel `{kernel}` stopped the program on the CPU device in work \
-             item "
-        );
-        write_work_item(&mut line);
-        let _ = write!(line, " (signal {signum}: ");
-        let _ = if fault && guard_page {
-            let usable_kib = (FIBER_STACK - PAGE) / 1024;
-            write!(
-                line,
-                "the work item overflowed its stack, which has {usable_kib} KiB on the CPU device \
-                 in a kernel with barriers"
-            )
-        } else if MEMORY_SIGNALS.contains(&signum) {
-            line.write_str("an invalid memory access or a stack overflow")
-        } else {
-            line.write_str("a panic or a trap")
-        };
-        // The line ends with its parenthesis and newline, should a long symbol have filled it.
-        line.len = line.len.min(line.bytes.len() - 2);
-        let _ = line.write_str(")\n");
-        // SAFETY: `write` (async-signal-safe) of bytes on this stack.
-        unsafe { write(2, line.bytes.as_ptr().cast(), line.len) };
-        WORK_ITEM_NAMED.store(NAMED, Ordering::Release);
+        name_work_item(signum, fault, addr);
     }
     let slot = FATAL_SIGNALS.iter().position(|&s| s == signum).unwrap_or(0);
     // SAFETY: `PREVIOUS_ACTIONS` is read-only once a handler is installed.
@@ -340,6 +311,42 @@ extern "C" fn on_fatal_signal(signum: c_int, info: *const SigInfo, context: *mut
             raise(signum);
         }
     }
+}
+
+/// Writes the line that names the work item that the signal `signum` ended, on standard error,
+/// with one `write` (async-signal-safe; no allocation): the kernel, the work item, the launch's
+/// grid and the cause. `fault`: the kernel stopped an access at `addr`, which, on a fiber
+/// stack's guard page, is the work item's stack overflowing.
+fn name_work_item(signum: c_int, fault: bool, addr: usize) {
+    let kernel = running_kernel().unwrap_or("?");
+    let [stacks, stacks_end] = FIBER_STACKS.get();
+    let guard_page = (stacks..stacks_end).contains(&addr) && (addr - stacks) % FIBER_STACK < PAGE;
+    let mut line = Line::EMPTY;
+    let _ = write!(
+        line,
+        "error: the offload kernel `{kernel}` stopped the program on the CPU device in work \
+         item "
+    );
+    write_work_item(&mut line);
+    let _ = write!(line, " (signal {signum}: ");
+    let _ = if fault && guard_page {
+        let usable_kib = (FIBER_STACK - PAGE) / 1024;
+        write!(
+            line,
+            "the work item overflowed its stack, which has {usable_kib} KiB on the CPU device \
+             in a kernel with barriers"
+        )
+    } else if MEMORY_SIGNALS.contains(&signum) {
+        line.write_str("an invalid memory access or a stack overflow")
+    } else {
+        line.write_str("a panic or a trap")
+    };
+    // The line ends with its parenthesis and newline, should a long symbol have filled it.
+    line.len = line.len.min(line.bytes.len() - 2);
+    let _ = line.write_str(")\n");
+    // SAFETY: `write` (async-signal-safe) of bytes on this stack.
+    unsafe { write(2, line.bytes.as_ptr().cast(), line.len) };
+    WORK_ITEM_NAMED.store(NAMED, Ordering::Release);
 }
 
 /// Installs [`on_fatal_signal`] for [`FATAL_SIGNALS`], once per process, keeping the actions it

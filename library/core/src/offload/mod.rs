@@ -648,49 +648,77 @@ mod residency {
             not(offload_device),
             not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
         ))]
-        {
-            use crate::ffi::{c_int, c_void};
-            use crate::ptr;
+        runtime::call(which, data, bytes, device, map_type);
+        #[cfg(not(all(
+            target_os = "linux",
+            not(offload_device),
+            not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
+        )))]
+        let _ = (which, data, bytes, device, map_type);
+    }
 
+    /// The runtime's side of [`call`], on the host of a program that links the runtime.
+    #[cfg(all(
+        target_os = "linux",
+        not(offload_device),
+        not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
+    ))]
+    mod runtime {
+        use super::Mapper;
+        use crate::ffi::{c_int, c_void};
+        use crate::ptr;
+
+        /// `(loc, device, count, bases, pointers, sizes, map types, names, mappers)`.
+        type MapperFn = unsafe extern "C" fn(
+            *const c_void,
+            i64,
+            i32,
+            *mut *mut c_void,
+            *mut *mut c_void,
+            *mut i64,
+            *mut i64,
+            *mut *mut c_void,
+            *mut *mut c_void,
+        );
+        /// The runtime's three mappers, which share `MapperFn`'s parameters.
+        macro_rules! mappers {
+            ($($name:ident),*) => {
+                unsafe extern "C" {
+                    safe fn omp_get_num_devices() -> c_int;
+                    $(
+                        fn $name(
+                            loc: *const c_void,
+                            device: i64,
+                            count: i32,
+                            bases: *mut *mut c_void,
+                            pointers: *mut *mut c_void,
+                            sizes: *mut i64,
+                            map_types: *mut i64,
+                            names: *mut *mut c_void,
+                            mappers: *mut *mut c_void,
+                        );
+                    )*
+                }
+            };
+        }
+        mappers!(
+            __tgt_target_data_begin_mapper,
+            __tgt_target_data_end_mapper,
+            __tgt_target_data_update_mapper
+        );
+
+        /// [`call`](super::call) on the host: checks `device` against the machine's devices
+        /// (a panic that names both) and calls the mapper for one region. Generic for the
+        /// same reason.
+        #[inline]
+        pub(super) fn call<T>(
+            which: Mapper,
+            data: *mut T,
+            bytes: usize,
+            device: i32,
+            map_type: i64,
+        ) {
             let data = data.cast::<c_void>();
-            /// `(loc, device, count, bases, pointers, sizes, map types, names, mappers)`.
-            type MapperFn = unsafe extern "C" fn(
-                *const c_void,
-                i64,
-                i32,
-                *mut *mut c_void,
-                *mut *mut c_void,
-                *mut i64,
-                *mut i64,
-                *mut *mut c_void,
-                *mut *mut c_void,
-            );
-            /// The runtime's three mappers, which share `MapperFn`'s parameters.
-            macro_rules! mappers {
-                ($($name:ident),*) => {
-                    unsafe extern "C" {
-                        safe fn omp_get_num_devices() -> c_int;
-                        $(
-                            fn $name(
-                                loc: *const c_void,
-                                device: i64,
-                                count: i32,
-                                bases: *mut *mut c_void,
-                                pointers: *mut *mut c_void,
-                                sizes: *mut i64,
-                                map_types: *mut i64,
-                                names: *mut *mut c_void,
-                                mappers: *mut *mut c_void,
-                            );
-                        )*
-                    }
-                };
-            }
-            mappers!(
-                __tgt_target_data_begin_mapper,
-                __tgt_target_data_end_mapper,
-                __tgt_target_data_update_mapper
-            );
             if device != -1 {
                 let count = omp_get_num_devices();
                 if !(0..count).contains(&device) {
@@ -728,14 +756,6 @@ mod residency {
                     ptr::null_mut(),
                 )
             };
-        }
-        #[cfg(not(all(
-            target_os = "linux",
-            not(offload_device),
-            not(any(target_arch = "nvptx64", target_arch = "amdgpu"))
-        )))]
-        {
-            let _ = (which, data, bytes, device, map_type);
         }
     }
 
