@@ -35,7 +35,7 @@ use std::process::Command;
 
 use crate::cache::Cache;
 use crate::dist::{copy, copy_tree};
-use crate::ui::{Result, Timer, fail, say};
+use crate::ui::{Context, Result, Timer, fail, say};
 
 const STEP: &str = "DIST";
 
@@ -87,11 +87,10 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
 fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
     let work = work.to_path_buf();
     let rustup = home_rustup()?;
-    fs::create_dir_all(work.join("bin")).map_err(|e| io(&work, e))?;
+    fs::create_dir_all(work.join("bin")).at(STEP, &work)?;
     copy(&rustup, &work.join("bin/rustup"))?;
     for proxy in ["cargo", "rustc"] {
-        std::os::unix::fs::symlink("rustup", work.join("bin").join(proxy))
-            .map_err(|e| io(&work, e))?;
+        std::os::unix::fs::symlink("rustup", work.join("bin").join(proxy)).at(STEP, &work)?;
     }
     copy(tarball, &work.join("toolchain.tar.xz"))?;
     copy_tree(&project.join("src/tools/offload-x/dist-check"), &work.join("ws"))?;
@@ -105,7 +104,7 @@ fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
              echo $? > \"$T/{name}.status\"\n"
         ));
     }
-    fs::write(work.join("check.sh"), script).map_err(|e| io(&work, e))?;
+    fs::write(work.join("check.sh"), script).at(STEP, &work)?;
     // Without root there is no other user to become: the check runs as this user, who (unlike
     // `nobody`) can read the build cache, so it no longer shows that the toolchain needs none
     // of the sysroot's files; the traced calls are checked the same.
@@ -133,10 +132,7 @@ fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
         .arg(format!("PATH={path}"))
         .args(["sh", "-c", "cd \"$HOME\" && sh ./check.sh"])
         .status()
-        .map_err(|e| crate::ui::Failure {
-            step: STEP,
-            message: format!("cannot start strace (`apt install strace`): {e}"),
-        })?;
+        .context(STEP, || "cannot start strace (`apt install strace`)".into())?;
     let read = |name: &str| fs::read_to_string(work.join(name)).unwrap_or_default();
     if !status.success() {
         return fail(
@@ -197,7 +193,7 @@ fn new_folder() -> Result<PathBuf> {
         .map_or(0, |d| d.as_nanos());
     let work =
         std::env::temp_dir().join(format!("offload-dist-check-{}-{nanos}", std::process::id()));
-    fs::create_dir(&work).map_err(|e| io(&work, e))?;
+    fs::create_dir(&work).at(STEP, &work)?;
     Ok(work)
 }
 
@@ -220,12 +216,12 @@ fn forbidden_calls(log: &str) -> Vec<String> {
 /// lie in `toolchain` (the unpacked folder), as `readelf` shows them: a program that the
 /// toolchain links starts with the toolchain's loader and C library on every machine.
 fn check_loader(program: &Path, toolchain: &Path) -> Result<()> {
-    let toolchain = toolchain.canonicalize().map_err(|e| io(toolchain, e))?;
+    let toolchain = toolchain.canonicalize().at(STEP, toolchain)?;
     let out = Command::new("readelf")
         .args(["--program-headers", "--dynamic", "--wide"])
         .arg(program)
         .output()
-        .map_err(|e| io(program, e))?;
+        .at(STEP, program)?;
     let text = String::from_utf8_lossy(&out.stdout);
     let interpreter = text
         .lines()
@@ -276,11 +272,6 @@ fn shell(command: &str) -> Result<()> {
 /// `path` quoted for `sh`.
 fn quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
-}
-
-/// A failure that names `path`.
-fn io(path: &Path, e: std::io::Error) -> crate::ui::Failure {
-    crate::ui::Failure { step: STEP, message: format!("{}: {e}", path.display()) }
 }
 
 #[cfg(test)]

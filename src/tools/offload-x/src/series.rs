@@ -29,7 +29,7 @@ use crate::cache::Cache;
 use crate::materialize::{self, Drift, Patch};
 use crate::project::bootstrap_toml;
 use crate::sysroot::Enter;
-use crate::ui::{Failure, Result, fail, run_captured, say};
+use crate::ui::{Context, Result, fail, run_captured, say};
 use crate::upstream::{BASE_BRANCH, git};
 
 const STEP: &str = "SERIES";
@@ -95,9 +95,7 @@ pub fn build(project: &Path, cache: &Cache) -> Result<Vec<SeriesCommit>> {
     for patch in &patches {
         let mut apply = with_index();
         apply.args(["apply", "--cached", "--whitespace=nowarn"]).arg(absolute(&patch.path));
-        let applied = apply
-            .output()
-            .map_err(|e| Failure { step: STEP, message: format!("cannot run git apply: {e}") })?;
+        let applied = apply.output().running(STEP, "git apply")?;
         if !applied.status.success() {
             let _ = fs::remove_file(&index);
             return fail(
@@ -207,10 +205,7 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
         Some(name) => named_commit(&commits, name)?,
     };
     let tree = series_tree(cache);
-    fs::create_dir_all(&tree).map_err(|e| Failure {
-        step: STEP,
-        message: format!("cannot create {}: {e}", tree.display()),
-    })?;
+    fs::create_dir_all(&tree).creating(STEP, &tree)?;
     let config = series_config(project, cache)?;
     let mut passed = Passed::load(cache, &config);
     for commit in &commits[start..] {
@@ -301,10 +296,7 @@ fn check_out(cache: &Cache, tree: &Path, commit: &SeriesCommit, config: &str) ->
     run_captured(STEP, &mut checkout)?;
     let toml = tree.join("bootstrap.toml");
     if fs::read_to_string(&toml).ok().as_deref() != Some(config) {
-        fs::write(&toml, config).map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot write {}: {e}", toml.display()),
-        })?;
+        fs::write(&toml, config).writing(STEP, &toml)?;
     }
     Ok(())
 }
@@ -355,10 +347,7 @@ impl Passed {
     fn record(&mut self, commit: &SeriesCommit) -> Result<()> {
         self.text.push_str(&Passed::key(commit));
         self.text.push('\n');
-        fs::write(&self.path, &self.text).map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot write {}: {e}", self.path.display()),
-        })
+        fs::write(&self.path, &self.text).writing(STEP, &self.path)
     }
 }
 

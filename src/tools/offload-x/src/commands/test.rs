@@ -11,7 +11,7 @@ use crate::bootstrap::bootstrap_tee;
 use crate::cache::{Cache, stage0_toolchain};
 use crate::toolchain_lock::{ToolchainLock, Use};
 use crate::tools::{test_cargo_offload, test_manifest_tool};
-use crate::ui::{Failure, Result, Timer, fail, say};
+use crate::ui::{Context, Result, Timer, fail, say};
 
 /// Upstream test suites that `x.py test` runs by default, beside our own `tests/`.
 pub const UPSTREAM_SUITES: &[&str] = &["tests/codegen-llvm/gpu_offload"];
@@ -30,10 +30,7 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
             .env_remove("RUSTFLAGS")
             .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .status()
-            .map_err(|e| Failure {
-                step: "TEST",
-                message: format!("cannot run {}: {e}", cargo.display()),
-            })?;
+            .running("TEST", cargo.display())?;
         if !status.success() {
             return fail("TEST", "harness tests failed; their output is above");
         }
