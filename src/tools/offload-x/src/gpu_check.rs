@@ -152,7 +152,7 @@ fn compress(out: &Path, bundles: &Path) -> Result<()> {
 /// builds the bundle ([`run`]), runs `sh gpu-check/run.sh` here (the results in the cache, so
 /// that `gpu-check/` stays as the device tool carries it) and fails unless it exits with status
 /// 3 and every row of its table says "did not run", with the CPU device's output and exit
-/// status the recorded ones ([`script::check_without_gpu`]).
+/// status the recorded ones ([`script::without_gpu_mismatch`]).
 pub fn check_without_gpu(project: &Path, cache: &Cache) -> Result<()> {
     let out = run(project, cache)?;
     let timer = Timer::start(STEP, "sh gpu-check/run.sh on this machine, without a GPU");
@@ -164,7 +164,7 @@ pub fn check_without_gpu(project: &Path, cache: &Cache) -> Result<()> {
         .running(STEP, "sh")?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     print!("{stdout}");
-    if let Err(message) = script::check_without_gpu(&stdout, output.status.code(), ROWS) {
+    if let Some(message) = script::without_gpu_mismatch(&stdout, output.status.code(), ROWS) {
         return fail(
             STEP,
             format!(
@@ -273,20 +273,19 @@ fn bundle(
         ),
     );
     let mut built = cargo_bundle(cache, ws, build, &all, out)?;
-    if let Err(first) = &built {
+    if !built.succeeded {
         let without: Vec<&str> = all.split(',').filter(|a| *a != amd).collect();
         let without = without.join(",");
+        let first = &built.stderr;
         let reason = first.lines().find(|l| l.starts_with("error")).unwrap_or("").to_string();
         say(STEP, format!("  it failed; again with --offload-arch={without}"));
         built = cargo_bundle(cache, ws, build, &without, out)?;
         notes.push(format!("{}: built without {amd}, which failed: {reason}", build.bundle));
     }
-    let stderr = match built {
-        Ok(stderr) => stderr,
-        Err(stderr) => {
-            return fail(STEP, format!("{}: cargo offload bundle failed:\n{stderr}", build.bundle));
-        }
-    };
+    let stderr = built.stderr;
+    if !built.succeeded {
+        return fail(STEP, format!("{}: cargo offload bundle failed:\n{stderr}", build.bundle));
+    }
     timer.done();
     for line in stderr.lines().filter(|l| l.starts_with("[cargo offload] bundle ")) {
         say(STEP, format!("  {line}"));
@@ -300,14 +299,21 @@ fn bundle(
     Ok(())
 }
 
-/// One `cargo offload bundle` for `archs`: its standard error, as the success or the failure.
+/// How one `cargo offload bundle` ended.
+struct Bundled {
+    succeeded: bool,
+    /// What it printed on its standard error: the bundle's lines, or why it failed.
+    stderr: String,
+}
+
+/// One `cargo offload bundle` for `archs`.
 fn cargo_bundle(
     cache: &Cache,
     ws: &Path,
     build: &Build,
     archs: &str,
     out: &Path,
-) -> Result<std::result::Result<String, String>> {
+) -> Result<Bundled> {
     let mut args: Vec<std::ffi::OsString> =
         ["offload", "bundle", "--release"].iter().map(Into::into).collect();
     args.push(format!("--offload-arch={archs}").into());
@@ -322,7 +328,7 @@ fn cargo_bundle(
     )?;
     let output = crate::sysroot::output(STEP, &mut cargo)?;
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    Ok(if output.status.success() { Ok(stderr) } else { Err(stderr) })
+    Ok(Bundled { succeeded: output.status.success(), stderr })
 }
 
 /// Replaces each plain file of a bundle's `lib/` under `root` (`root/*/lib/*`) by a hard link to

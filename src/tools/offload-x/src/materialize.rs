@@ -287,8 +287,9 @@ fn new_file_has_sections(patches: &[Patch], rel: &str) -> bool {
 }
 
 /// Applies the patch file `patch` in `dir` with `patch -p1 --fuzz=0` (hunks found by their
-/// context, at any offset, never with less of it). `Err` holds the last lines `patch` printed.
-fn apply_patch_file(dir: &Path, patch: &Path) -> Result<std::result::Result<(), String>> {
+/// context, at any offset, never with less of it). `None` when it applied, else why not: the
+/// last lines `patch` printed.
+fn patch_refusal(dir: &Path, patch: &Path) -> Result<Option<String>> {
     let out = Command::new("patch")
         .args(["-p1", "-s", "-N", "--fuzz=0", "--no-backup-if-mismatch", "-r", "-", "-i"])
         .arg(std::path::absolute(patch).unwrap_or(patch.to_path_buf()))
@@ -296,11 +297,11 @@ fn apply_patch_file(dir: &Path, patch: &Path) -> Result<std::result::Result<(), 
         .output()
         .running(STEP, "patch")?;
     if out.status.success() {
-        return Ok(Ok(()));
+        return Ok(None);
     }
     let mut why = out.stdout;
     why.extend_from_slice(&out.stderr);
-    Ok(Err(crate::ui::tail(&why, 3)))
+    Ok(Some(crate::ui::tail(&why, 3)))
 }
 
 /// Applies `patches` in order, each to the files as the patches before it left them (a new file
@@ -320,7 +321,7 @@ pub fn apply_series(cache: &Cache, project: &Path, patches: &[Patch]) -> Result<
                 }
             }
         }
-        if let Err(why) = apply_patch_file(&scratch, &patch.path)? {
+        if let Some(why) = patch_refusal(&scratch, &patch.path)? {
             let _ = fs::remove_dir_all(&scratch);
             return fail(
                 STEP,
@@ -416,9 +417,9 @@ fn state_after_sections(
     for (patch, section) in sections {
         let section_file = cache.root.join("export-section.diff");
         fs::write(&section_file, section).writing(STEP, &section_file)?;
-        let applied = apply_patch_file(&scratch, &section_file)?;
+        let refusal = patch_refusal(&scratch, &section_file)?;
         let _ = fs::remove_file(&section_file);
-        if let Err(why) = applied {
+        if let Some(why) = refusal {
             let _ = fs::remove_dir_all(&scratch);
             return fail(
                 STEP,
