@@ -132,7 +132,7 @@ fn tarball_name() -> String {
 /// rust-offload` (stripped of debug information) and its tarball beside it. Returns the
 /// tarball's path; prints its size.
 pub fn ensure(project: &Path, cache: &Cache) -> Result<PathBuf> {
-    crate::commands::build(project, cache)?;
+    crate::stages::build(project, cache)?;
     // Nothing of the toolchain may change while it is copied.
     let _copying = ToolchainLock::take(cache, STEP, Use::Run)?;
     let out = cache.root.join("dist");

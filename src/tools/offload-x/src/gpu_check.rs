@@ -52,7 +52,7 @@ const LIMIT_BYTES: u64 = 64 << 20;
 /// launched nothing, or a kernel did not run on the CPU device), or when the folder is over
 /// 64 MiB.
 pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
-    crate::commands::build(project, cache)?;
+    crate::stages::build(project, cache)?;
     let out = project.join("gpu-check");
     let _ = fs::remove_dir_all(&out);
     let bundles = out.join("bundle");

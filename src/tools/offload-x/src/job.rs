@@ -272,7 +272,7 @@ pub fn run_pipeline(project: &Path, cache: &Cache, pipeline: Pipeline) -> Result
 
 /// `./x.py job`: builds what is missing, runs the example through both pipelines, reports.
 pub fn run(project: &Path, cache: &Cache) -> Result<()> {
-    crate::commands::build(project, cache)?;
+    crate::stages::build(project, cache)?;
     let base = run_pipeline(project, cache, Pipeline::Base)?;
     let ours = run_pipeline(project, cache, Pipeline::Manifest)?;
     if let Some(manifest) = &ours.manifest {

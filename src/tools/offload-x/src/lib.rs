@@ -40,6 +40,7 @@ pub mod outside;
 pub mod pins;
 pub mod project;
 pub mod series;
+pub mod stages;
 pub mod style;
 pub mod sysroot;
 pub mod test_outcomes;

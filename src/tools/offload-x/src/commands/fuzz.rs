@@ -3,9 +3,9 @@
 use std::fs;
 use std::path::Path;
 
-use super::build::build;
 use crate::cache::{Cache, gpu_sysroot};
 use crate::pins::SYSROOT_LLVM_BIN;
+use crate::stages::build;
 use crate::toolchain::toolchain;
 use crate::tools::manifest_tool;
 use crate::ui::{Context, Result, Timer, fail};

@@ -4,16 +4,13 @@
 //! `toolchain`, `tools`, `sysroot` and `ui`. The verbs with a module of their own elsewhere are
 //! `job`, `bench`, `outside`, `gpu_check`, `series` and `style`.
 
-mod build;
 mod export;
 mod fuzz;
-mod prepare;
 mod test;
 mod tool;
 
-pub use build::build;
+pub use crate::stages::{build, prepare};
 pub use export::export;
 pub use fuzz::{SHORT_FUZZ_COUNT, fuzz, fuzz_run};
-pub use prepare::{check_machine, prepare};
 pub use test::{UPSTREAM_SUITES, our_suites, test};
 pub use tool::run_tool;

@@ -5,10 +5,10 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use super::build::{build, restore_gpu_sysroot};
 use super::fuzz::{SHORT_FUZZ_COUNT, fuzz_run};
 use crate::bootstrap::bootstrap_tee;
 use crate::cache::{Cache, stage0_toolchain};
+use crate::stages::{build, restore_gpu_sysroot};
 use crate::toolchain_lock::{ToolchainLock, Use};
 use crate::tools::{test_cargo_offload, test_manifest_tool};
 use crate::ui::{Context, Result, Timer, fail, say};

@@ -1,4 +1,5 @@
-//! `./x.py prepare` and the `[CHECK]` of the machine that every verb starts with.
+//! The prepare stage (`./x.py prepare`) and the `[CHECK]` of the machine that every verb
+//! starts with.
 
 use std::fs;
 use std::path::Path;

@@ -1,5 +1,5 @@
-//! `./x.py build`: the stage-1 toolchain, the GPU and device sysroots, the vendors' tools and
-//! `cargo offload`.
+//! The build stage (`./x.py build`): the stage-1 toolchain, the GPU and device sysroots, the
+//! vendors' tools and `cargo offload`.
 
 use std::path::Path;
 
@@ -52,7 +52,7 @@ fn save_gpu_sysroot(cache: &Cache) -> Result<()> {
 
 /// Puts the GPU targets' libraries back into the stage-1 sysroot after a bootstrap invocation
 /// that removed them, so that `./x.py rustc --target <gpu>` keeps working.
-pub(super) fn restore_gpu_sysroot(cache: &Cache) -> Result<()> {
+pub(crate) fn restore_gpu_sysroot(cache: &Cache) -> Result<()> {
     for target in offload_targets::gpu_targets().map(|t| t.triple) {
         let rel = format!("lib/rustlib/{target}/lib");
         if !cache.stage1().join(&rel).exists() {
