@@ -72,7 +72,7 @@ pub fn sha256(path: &Path) -> Result<String> {
 }
 
 /// Checks `path` against `pin`: Ok(true) when it matches, Ok(false) when it does not exist,
-/// a [`Failure`] that names the file and both sums when it differs.
+/// a [`Failure`](crate::ui::Failure) that names the file and both sums when it differs.
 pub fn verify(path: &Path, pin: &PinnedFile) -> Result<bool> {
     if !path.exists() {
         return Ok(false);

@@ -15,7 +15,7 @@
 //!
 //! A patch's header names the new files it brings (`New-Files:`, one path per continuation
 //! line), so that each patch with its new files is one step of a series that builds
-//! ([`crate::series`]).
+//! ([`mod@crate::commands::series`]).
 //!
 //! Materializing computes the content every touched path must have (base content with the
 //! patches applied, or the project's file) and writes a file only where that differs from the

@@ -365,13 +365,13 @@ impl Enter {
     }
 
     /// Runs this inside `cache`'s sysroot to its end, with the caller's standard streams; its
-    /// exit status. A failure to start `unshare` is a [`Failure`] of `step`.
+    /// exit status. A failure to start `unshare` is a [`Failure`](crate::ui::Failure) of `step`.
     pub fn status(&self, cache: &Cache, step: &'static str) -> Result<ExitStatus> {
         status(step, &mut self.command(cache)?)
     }
 
     /// Runs this inside `cache`'s sysroot to its end, capturing its standard output and error.
-    /// A failure to start `unshare` is a [`Failure`] of `step`.
+    /// A failure to start `unshare` is a [`Failure`](crate::ui::Failure) of `step`.
     pub fn output(&self, cache: &Cache, step: &'static str) -> Result<Output> {
         output(step, &mut self.command(cache)?)
     }
@@ -436,8 +436,8 @@ impl Enter {
 }
 
 /// Runs `cmd`, an [`Enter::command`] that a caller completed (with a run plan, say), with the
-/// caller's standard streams; its exit status. A failure to start `unshare` is a [`Failure`] of
-/// `step`.
+/// caller's standard streams; its exit status. A failure to start `unshare` is a
+/// [`Failure`](crate::ui::Failure) of `step`.
 pub fn status(step: &'static str, cmd: &mut Command) -> Result<ExitStatus> {
     cmd.status().context(step, cannot_start)
 }

@@ -38,19 +38,19 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
     }
     build(project, cache)?;
     if paths.is_empty() {
-        crate::style::rustfmt(cache)?;
-        crate::style::tidy(project, cache)?;
-        crate::series::record(project, cache)?;
+        super::style::rustfmt(cache)?;
+        super::style::tidy(project, cache)?;
+        super::series::record(project, cache)?;
         let timer = Timer::start("TEST", "our tools' own tests (cargo test, offline)");
         test_manifest_tool(project, cache)?;
         test_cargo_offload(project, cache)?;
         timer.done();
         fuzz_run(project, cache, 1, 0, SHORT_FUZZ_COUNT)?;
-        crate::outside::check(project, cache)?;
+        super::outside::check(project, cache)?;
         // The dist toolchain, installed and used as a user without root.
-        crate::dist_check::check(project, cache)?;
+        super::dist_check::check(project, cache)?;
         // The GPU check's bundle builds, and its script runs here with every row "did not run".
-        crate::gpu_check::check_without_gpu(project, cache)?;
+        super::gpu_check::check_without_gpu(project, cache)?;
     }
     let mut suites: Vec<String> = paths.to_vec();
     if suites.is_empty() {
@@ -82,7 +82,7 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
         // Each prefix of the patch series builds; prefixes checked before are skipped, so this
         // costs time only after a patch changed (about ten minutes for the whole series).
         let timer = Timer::start("SERIES", "x.py check of each prefix of the patch series");
-        crate::series::check_prefixes(project, cache, None)?;
+        super::series::check_prefixes(project, cache, None)?;
         timer.done();
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! `[DIST]` of `./x.py test`: the dist toolchain, installed as a user without root installs
 //! it, outside the sysroot.
 //!
-//! The tarball of `./x.py dist` (built once per toolchain, [`crate::dist::ensure`]) is unpacked
+//! The tarball of `./x.py dist` (built once per toolchain, [`super::dist::ensure`]) is unpacked
 //! by the unprivileged user `nobody` (uid 65534; run without root, `./x.py` runs it as its own
 //! user) into a new folder (created by this check; one that exists already is an error, not
 //! reused), linked with rustup into
@@ -33,8 +33,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::dist::{copy, copy_tree};
 use crate::cache::Cache;
-use crate::dist::{copy, copy_tree};
 use crate::ui::{Context, Result, Timer, fail, say};
 
 const STEP: &str = "DIST";
@@ -71,7 +71,7 @@ const STEPS: [(&str, &str); 7] = [
 
 /// Runs the check (see the module's documentation).
 pub fn check(project: &Path, cache: &Cache) -> Result<()> {
-    let tarball = crate::dist::ensure(project, cache)?;
+    let tarball = super::dist::ensure(project, cache)?;
     let timer = Timer::start(STEP, "the dist toolchain as a user without root: cargo +offload");
     let work = new_folder()?;
     // The unpacked toolchain (1.1 GB) goes whether the check passes or not: a failure's

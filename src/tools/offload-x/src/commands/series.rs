@@ -41,6 +41,25 @@ const CHECK_SCHEME: u32 = 1;
 /// The branch of the tree's git directory that holds the series, one commit per patch.
 pub const SERIES_BRANCH: &str = "offload-series";
 
+/// What `./x.py series` does.
+#[derive(Debug, PartialEq)]
+pub enum Series {
+    /// `series`: record the series as commits (every patch must apply), [`record`].
+    Apply,
+    /// `series --check [--from NNNN]`: check that each prefix builds, from the patch named
+    /// `from` on ([`check_prefixes`]).
+    Check { from: Option<String> },
+}
+
+/// `./x.py series`: the tree prepared ([`crate::stages::prepare`]), then `series`.
+pub fn run(project: &Path, cache: &Cache, series: &Series) -> Result<()> {
+    crate::stages::prepare(project, cache)?;
+    match series {
+        Series::Apply => record(project, cache),
+        Series::Check { from } => check_prefixes(project, cache, from.as_deref()),
+    }
+}
+
 /// One patch of the series as a commit.
 #[derive(Debug)]
 pub struct SeriesCommit {

@@ -42,7 +42,8 @@ pub const SAME_ON_CPU: &str = "its output and exit status are the reference's";
 
 /// The part of `run.sh` before its rows. `@...@` names are filled in by [`run_sh`].
 const HEAD: &str = r#"#!/bin/sh
-# gpu-check (`./x.py gpu-check`; src/tools/offload-x/src/gpu_check/script.rs writes this file):
+# gpu-check (`./x.py gpu-check`; src/tools/offload-x/src/commands/gpu_check/script.rs writes this
+# file):
 # runs the offload programs of bundle.tar.xz on this machine's NVIDIA GPU, and compares each run
 # with what the same run printed on the CPU device of the machine that built the bundle
 # (bundle/reference/, written there by `sh run.sh --record`). Every program holds images for

@@ -83,7 +83,13 @@ fn expect(
     Ok(())
 }
 
-/// Runs the checks (see the module's documentation).
+/// `./x.py outside`: the toolchain built ([`crate::stages::build`]), then [`check`].
+pub fn run(project: &Path, cache: &Cache) -> Result<()> {
+    crate::stages::build(project, cache)?;
+    check(project, cache)
+}
+
+/// Runs the checks (see the module's documentation) with the toolchain that is built.
 pub fn check(project: &Path, cache: &Cache) -> Result<()> {
     let timer = Timer::start(STEP, "programs outside the sysroot: cargo offload run, bundles");
     let machine = Machine::identify(cache)?;
