@@ -85,54 +85,16 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
 
 /// The check in `work` (a new folder) with `tarball`.
 fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
-    let work = work.to_path_buf();
-    let rustup = home_rustup()?;
-    fs::create_dir_all(work.join("bin")).at(STEP, &work)?;
-    copy(&rustup, &work.join("bin/rustup"))?;
-    for proxy in ["cargo", "rustc"] {
-        std::os::unix::fs::symlink("rustup", work.join("bin").join(proxy)).at(STEP, &work)?;
-    }
-    copy(tarball, &work.join("toolchain.tar.xz"))?;
-    copy_tree(&project.join("src/tools/offload-x/dist-check"), &work.join("ws"))?;
-    let mut script = String::from(
-        "T=$(pwd -P)\ntar -xJf toolchain.tar.xz || exit 1\n\
-         rustup toolchain link offload \"$T/rust-offload\" > link.out 2> link.err || exit 1\n",
-    );
-    for (name, command) in STEPS {
-        script.push_str(&format!(
-            "(cd \"$T/ws\" && {command}) > \"$T/{name}.out\" 2> \"$T/{name}.err\"\n\
-             echo $? > \"$T/{name}.status\"\n"
-        ));
-    }
-    fs::write(work.join("check.sh"), script).at(STEP, &work)?;
+    lay_out(project, tarball, work)?;
     // Without root there is no other user to become: the check runs as this user, who (unlike
     // `nobody`) can read the build cache, so it no longer shows that the toolchain needs none
     // of the sysroot's files; the traced calls are checked the same.
     let privileged = crate::sysroot::privileged();
     let who = if privileged { format!("uid {NOBODY}") } else { "this user".to_string() };
     if privileged {
-        shell(&format!("chown -R {NOBODY}:{NOBODY} {}", quote(&work)))?;
+        shell(&format!("chown -R {NOBODY}:{NOBODY} {}", quote(work)))?;
     }
-    let trace = work.join("strace.log");
-    let path = format!("{}:/usr/bin:/bin", work.join("bin").display());
-    let mut strace = Command::new("strace");
-    strace
-        .args(["-f", "-qq", "-e", "signal=none", "-e", &format!("trace={FORBIDDEN},{CLONES}")])
-        .arg("-o")
-        .arg(&trace);
-    if privileged {
-        strace.args(["setpriv", &format!("--reuid={NOBODY}"), &format!("--regid={NOBODY}")]);
-        strace.arg("--clear-groups");
-    }
-    let status = strace
-        .args(["env", "-i"])
-        .arg(format!("HOME={}", work.display()))
-        .arg(format!("RUSTUP_HOME={}", work.join(".rustup").display()))
-        .arg(format!("CARGO_HOME={}", work.join(".cargo").display()))
-        .arg(format!("PATH={path}"))
-        .args(["sh", "-c", "cd \"$HOME\" && sh ./check.sh"])
-        .status()
-        .context(STEP, || "cannot start strace (`apt install strace`)".into())?;
+    let status = run_traced(work, privileged)?;
     let read = |name: &str| fs::read_to_string(work.join(name)).unwrap_or_default();
     if !status.success() {
         return fail(
@@ -147,6 +109,70 @@ fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
     if !calls.is_empty() {
         return fail(STEP, format!("the toolchain made calls it must not:\n{}", calls.join("\n")));
     }
+    check_steps(work, &who)?;
+    let program = work.join("ws/target/offload/host/x86_64-unknown-linux-gnu/release/app");
+    check_loader(&program, &work.join("rust-offload"))?;
+    say(STEP, format!("as {who}: {}", read("rustc.out").lines().next().unwrap_or("")));
+    say(STEP, format!("no {FORBIDDEN} call, no clone into a new namespace (strace -f)"));
+    Ok(())
+}
+
+/// Puts into `work` what the check's user needs: `bin/` with rustup and its `cargo` and `rustc`
+/// proxies, `tarball` as `toolchain.tar.xz`, the workspace `dist-check` as `ws/`, and
+/// `check.sh`, which unpacks and links the toolchain and runs each of [`STEPS`] in `ws/`,
+/// writing `NAME.out`, `NAME.err` and `NAME.status` beside itself.
+fn lay_out(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
+    let rustup = home_rustup()?;
+    fs::create_dir_all(work.join("bin")).at(STEP, work)?;
+    copy(&rustup, &work.join("bin/rustup"))?;
+    for proxy in ["cargo", "rustc"] {
+        std::os::unix::fs::symlink("rustup", work.join("bin").join(proxy)).at(STEP, work)?;
+    }
+    copy(tarball, &work.join("toolchain.tar.xz"))?;
+    copy_tree(&project.join("src/tools/offload-x/dist-check"), &work.join("ws"))?;
+    let mut script = String::from(
+        "T=$(pwd -P)\ntar -xJf toolchain.tar.xz || exit 1\n\
+         rustup toolchain link offload \"$T/rust-offload\" > link.out 2> link.err || exit 1\n",
+    );
+    for (name, command) in STEPS {
+        script.push_str(&format!(
+            "(cd \"$T/ws\" && {command}) > \"$T/{name}.out\" 2> \"$T/{name}.err\"\n\
+             echo $? > \"$T/{name}.status\"\n"
+        ));
+    }
+    fs::write(work.join("check.sh"), script).at(STEP, work)
+}
+
+/// Runs `work`'s `check.sh` under `strace -f` (its log: `work/strace.log`), as `nobody` when
+/// `privileged`, with an environment of only `HOME` (`work`), `RUSTUP_HOME`, `CARGO_HOME` and a
+/// `PATH` that starts with `work/bin`; the script's exit status.
+fn run_traced(work: &Path, privileged: bool) -> Result<std::process::ExitStatus> {
+    let trace = work.join("strace.log");
+    let path = format!("{}:/usr/bin:/bin", work.join("bin").display());
+    let mut strace = Command::new("strace");
+    strace
+        .args(["-f", "-qq", "-e", "signal=none", "-e", &format!("trace={FORBIDDEN},{CLONES}")])
+        .arg("-o")
+        .arg(&trace);
+    if privileged {
+        strace.args(["setpriv", &format!("--reuid={NOBODY}"), &format!("--regid={NOBODY}")]);
+        strace.arg("--clear-groups");
+    }
+    strace
+        .args(["env", "-i"])
+        .arg(format!("HOME={}", work.display()))
+        .arg(format!("RUSTUP_HOME={}", work.join(".rustup").display()))
+        .arg(format!("CARGO_HOME={}", work.join(".cargo").display()))
+        .arg(format!("PATH={path}"))
+        .args(["sh", "-c", "cd \"$HOME\" && sh ./check.sh"])
+        .status()
+        .context(STEP, || "cannot start strace (`apt install strace`)".into())
+}
+
+/// Fails, naming the step, its output and the user `who` ran it as, unless each of [`STEPS`]
+/// that `check.sh` ran in `work` ended as it must and printed what it must.
+fn check_steps(work: &Path, who: &str) -> Result<()> {
+    let read = |name: &str| fs::read_to_string(work.join(name)).unwrap_or_default();
     // Each step's name, whether it must succeed, and what it must print.
     let expected: [(&str, bool, &[&str]); 7] = [
         ("rustc", true, &["rustc 1.95.0", "host: x86_64-unknown-linux-gnu"]),
@@ -178,10 +204,6 @@ fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
             );
         }
     }
-    let program = work.join("ws/target/offload/host/x86_64-unknown-linux-gnu/release/app");
-    check_loader(&program, &work.join("rust-offload"))?;
-    say(STEP, format!("as {who}: {}", read("rustc.out").lines().next().unwrap_or("")));
-    say(STEP, format!("no {FORBIDDEN} call, no clone into a new namespace (strace -f)"));
     Ok(())
 }
 
