@@ -174,3 +174,32 @@ pub fn strip_ansi(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each shape of [`Context`] and [`Failure::advise`], as the messages it replaced wrote it.
+    #[test]
+    fn context_writes_the_harness_messages() {
+        let io = || Err::<(), _>(std::io::Error::other("gone"));
+        let path = Path::new("/c/x");
+        let shown = |r: Result<()>| r.unwrap_err().to_string();
+        assert_eq!(shown(io().at("PATCH", path)), "error: [PATCH] /c/x: gone");
+        assert_eq!(shown(io().reading("PATCH", path)), "error: [PATCH] cannot read /c/x: gone");
+        assert_eq!(shown(io().writing("BUILD", path)), "error: [BUILD] cannot write /c/x: gone");
+        assert_eq!(shown(io().creating("FUZZ", path)), "error: [FUZZ] cannot create /c/x: gone");
+        assert_eq!(shown(io().running("TEST", "cargo")), "error: [TEST] cannot run cargo: gone");
+        assert_eq!(
+            shown(io().context("RUN", || "no current directory".into())),
+            "error: [RUN] no current directory: gone"
+        );
+        assert_eq!(
+            shown(io().or_fail("SYSROOT", |e| format!("{}: {e} (why)", path.display()))),
+            "error: [SYSROOT] /c/x: gone (why)"
+        );
+        let advised = io().creating("CHECK", path).map_err(|f| f.advise("set X"));
+        assert_eq!(shown(advised), "error: [CHECK] cannot create /c/x: gone; set X");
+        assert_eq!(Ok::<_, String>(3).at("PATCH", path).unwrap(), 3);
+    }
+}
