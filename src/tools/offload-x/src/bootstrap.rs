@@ -6,7 +6,7 @@ use std::process::{Command, ExitStatus};
 use crate::cache::Cache;
 use crate::project::{SOURCE_FINGERPRINT_VAR, project_root, source_fingerprint};
 use crate::sysroot::Enter;
-use crate::ui::{Failure, Result, fail};
+use crate::ui::{Context, Result, fail};
 
 /// Runs upstream's `x.py` in the tree, inside the sysroot.
 pub fn bootstrap(cache: &Cache, step: &'static str, args: &[&str]) -> Result<()> {
@@ -18,10 +18,8 @@ pub fn bootstrap(cache: &Cache, step: &'static str, args: &[&str]) -> Result<()>
 /// passes through to ours line by line as it comes.
 pub fn bootstrap_tee(cache: &Cache, step: &'static str, args: &[&str]) -> Result<String> {
     use std::io::{BufRead, BufReader, Write};
-    let mut child = bootstrap_command(cache, args)?
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| crate::sysroot::cannot_start(step, e))?;
+    let mut command = bootstrap_command(cache, args)?;
+    let mut child = crate::sysroot::spawn(step, command.stdout(std::process::Stdio::piped()))?;
     let mut output = String::new();
     let mut reader = BufReader::new(child.stdout.take().expect("a piped standard output"));
     let mut line = Vec::new();
@@ -30,7 +28,7 @@ pub fn bootstrap_tee(cache: &Cache, step: &'static str, args: &[&str]) -> Result
     // no newline until a row is full, so each chunk is echoed as it comes.
     while reader
         .read_until(b'\n', &mut line)
-        .map_err(|e| Failure { step, message: format!("cannot read bootstrap's output: {e}") })?
+        .context(step, || "cannot read bootstrap's output".into())?
         > 0
     {
         let _ = stdout.write_all(&line);
@@ -38,9 +36,7 @@ pub fn bootstrap_tee(cache: &Cache, step: &'static str, args: &[&str]) -> Result
         output.push_str(&String::from_utf8_lossy(&line));
         line.clear();
     }
-    let status = child
-        .wait()
-        .map_err(|e| Failure { step, message: format!("cannot wait for unshare: {e}") })?;
+    let status = child.wait().context(step, || "cannot wait for unshare".into())?;
     bootstrap_status(step, args, status)?;
     Ok(output)
 }

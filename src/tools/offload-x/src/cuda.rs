@@ -19,7 +19,7 @@ use std::process::Command;
 use crate::cache::Cache;
 use crate::fetch::verify;
 use crate::pins::{CUDA_TOOLS_WHEEL, CUDA_TOOLS_WHEEL_REQUIREMENT, HOST};
-use crate::ui::{Failure, Result, Timer, fail, run_captured};
+use crate::ui::{Context, Result, Timer, fail, run_captured};
 
 const STEP: &str = "DOWNLOAD";
 
@@ -50,10 +50,7 @@ pub fn ensure_cuda_tools(cache: &Cache) -> Result<PathBuf> {
     let timer =
         Timer::start("BUILD", format!("unpacking {} to {}", TOOLS.join(" and "), bin.display()));
     let _ = fs::remove_dir_all(&bin);
-    fs::create_dir_all(&bin).map_err(|e| Failure {
-        step: "BUILD",
-        message: format!("cannot create {}: {e}", bin.display()),
-    })?;
+    fs::create_dir_all(&bin).creating("BUILD", &bin)?;
     let mut unzip = Command::new("unzip");
     unzip.args(["-q", "-o", "-j"]).arg(&wheel);
     unzip.args(TOOLS.iter().map(|t| format!("nvidia/cu13/bin/{t}")));
@@ -63,20 +60,15 @@ pub fn ensure_cuda_tools(cache: &Cache) -> Result<PathBuf> {
         let path = bin.join(tool);
         set_executable(&path)?;
     }
-    fs::write(&stamp, CUDA_TOOLS_WHEEL.sha256).map_err(|e| Failure {
-        step: "BUILD",
-        message: format!("cannot write {}: {e}", stamp.display()),
-    })?;
+    fs::write(&stamp, CUDA_TOOLS_WHEEL.sha256).writing("BUILD", &stamp)?;
     timer.done();
     Ok(bin)
 }
 
 fn set_executable(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).map_err(|e| Failure {
-        step: "BUILD",
-        message: format!("cannot make {} executable: {e}", path.display()),
-    })
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+        .context("BUILD", || format!("cannot make {} executable", path.display()))
 }
 
 /// `pip download` of the pinned wheel into a fresh folder under `downloads`, checked, then moved
@@ -88,10 +80,7 @@ fn download_wheel(downloads: &Path, wheel: &Path) -> Result<()> {
     );
     let tmp = downloads.join("cuda-wheel.tmp");
     let _ = fs::remove_dir_all(&tmp);
-    fs::create_dir_all(&tmp).map_err(|e| Failure {
-        step: STEP,
-        message: format!("cannot create {}: {e}", tmp.display()),
-    })?;
+    fs::create_dir_all(&tmp).creating(STEP, &tmp)?;
     let status = Command::new("python3")
         .args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--dest"])
         .arg(&tmp)
@@ -123,10 +112,8 @@ fn download_wheel(downloads: &Path, wheel: &Path) -> Result<()> {
         let _ = fs::remove_dir_all(&tmp);
         return Err(failure);
     }
-    fs::rename(&fetched, wheel).map_err(|e| Failure {
-        step: STEP,
-        message: format!("cannot move the wheel to {}: {e}", wheel.display()),
-    })?;
+    fs::rename(&fetched, wheel)
+        .context(STEP, || format!("cannot move the wheel to {}", wheel.display()))?;
     let _ = fs::remove_dir_all(&tmp);
     timer.done();
     Ok(())

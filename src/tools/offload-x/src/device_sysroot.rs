@@ -25,7 +25,7 @@ use offload_targets::identity::{driver_identity, files_identity};
 
 use crate::cache::{Cache, device_sysroot, stage0_toolchain};
 use crate::toolchain::toolchain;
-use crate::ui::{Failure, Result, Timer, fail};
+use crate::ui::{Context, Result, Timer, fail};
 
 const STEP: &str = "BUILD";
 
@@ -59,27 +59,19 @@ pub fn ensure(cache: &Cache) -> Result<()> {
         return Ok(());
     }
     let work = cache.root.join("device-sysroot-work");
-    fs::create_dir_all(work.join("src"))
-        .map_err(io(format!("cannot create {}", work.display())))?;
+    fs::create_dir_all(work.join("src")).creating(STEP, &work)?;
     let manifest = "[package]\nname = \"device-sysroot-work\"\nversion = \"0.0.0\"\n\
                     edition = \"2024\"\n\n[lib]\npath = \"src/lib.rs\"\n\n[workspace]\n\n\
                     [profile.release]\npanic = \"abort\"\n";
-    fs::write(work.join("Cargo.toml"), manifest)
-        .map_err(io(format!("cannot write {}", work.display())))?;
-    fs::write(work.join("src/lib.rs"), "#![no_std]\n")
-        .map_err(io(format!("cannot write {}", work.display())))?;
+    fs::write(work.join("Cargo.toml"), manifest).writing(STEP, &work)?;
+    fs::write(work.join("src/lib.rs"), "#![no_std]\n").writing(STEP, &work)?;
     // The stamp goes first, so that a failure leaves the sysroot to be built again.
     let _ = fs::remove_file(&stamp);
     for target in offload_targets::TARGETS {
         build_libraries(cache, &work, &root, target)?;
     }
-    fs::write(&stamp, identity).map_err(io(format!("cannot write {}", stamp.display())))?;
+    fs::write(&stamp, identity).writing(STEP, &stamp)?;
     Ok(())
-}
-
-/// A failure of the step that names `what` and the error.
-fn io(what: String) -> impl FnOnce(std::io::Error) -> Failure {
-    move |e: std::io::Error| Failure { step: STEP, message: format!("{what}: {e}") }
 }
 
 /// Builds `target`'s libraries with the crate in `work` and copies its `rlib`s into `root`'s
@@ -120,16 +112,15 @@ fn build_libraries(
     let deps = target_dir.join(triple).join("release/deps");
     let lib = root.join(format!("lib/rustlib/{triple}/lib"));
     let _ = fs::remove_dir_all(&lib);
-    fs::create_dir_all(&lib).map_err(io(format!("cannot create {}", lib.display())))?;
+    fs::create_dir_all(&lib).creating(STEP, &lib)?;
     // One `core` and one `std`: a second copy of either would make every device pass that
     // names it ambiguous.
     let (mut cores, mut stds) = (0, 0);
-    for entry in
-        fs::read_dir(&deps).map_err(io(format!("cannot read {}", deps.display())))?.flatten()
-    {
+    for entry in fs::read_dir(&deps).reading(STEP, &deps)?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.ends_with(".rlib") && !name.starts_with("libdevice_sysroot_work") {
-            fs::copy(entry.path(), lib.join(&name)).map_err(io(format!("cannot copy {name}")))?;
+            fs::copy(entry.path(), lib.join(&name))
+                .context(STEP, || format!("cannot copy {name}"))?;
             cores += usize::from(name.starts_with("libcore-"));
             stds += usize::from(name.starts_with("libstd-"));
         }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::pins::{POOL_DIR, PinnedFile, SOURCE_FILES};
-use crate::ui::{Failure, Result, Timer, fail, run_captured};
+use crate::ui::{Context, Result, Timer, fail, run_captured};
 
 const STEP: &str = "DOWNLOAD";
 
@@ -72,7 +72,7 @@ pub fn sha256(path: &Path) -> Result<String> {
 }
 
 /// Checks `path` against `pin`: Ok(true) when it matches, Ok(false) when it does not exist,
-/// a [`Failure`] that names the file and both sums when it differs.
+/// a [`Failure`](crate::ui::Failure) that names the file and both sums when it differs.
 pub fn verify(path: &Path, pin: &PinnedFile) -> Result<bool> {
     if !path.exists() {
         return Ok(false);
@@ -94,10 +94,7 @@ pub fn verify(path: &Path, pin: &PinnedFile) -> Result<bool> {
 
 /// Makes sure every pinned source file is in `dir`, downloading what is missing.
 pub fn ensure_sources(dir: &Path) -> Result<Vec<PathBuf>> {
-    fs::create_dir_all(dir).map_err(|e| Failure {
-        step: STEP,
-        message: format!("cannot create {}: {e}", dir.display()),
-    })?;
+    fs::create_dir_all(dir).creating(STEP, dir)?;
     let mut paths = Vec::new();
     for pin in &SOURCE_FILES {
         let path = dir.join(pin.name);
@@ -143,10 +140,8 @@ fn download(path: &Path, pin: &PinnedFile) -> Result<()> {
                         ),
                     );
                 }
-                fs::rename(&part, path).map_err(|e| Failure {
-                    step: STEP,
-                    message: format!("cannot rename {}: {e}", part.display()),
-                })?;
+                fs::rename(&part, path)
+                    .context(STEP, || format!("cannot rename {}", part.display()))?;
                 timer.done();
                 return Ok(());
             }

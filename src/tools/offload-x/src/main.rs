@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use offload_x::cache::Cache;
 use offload_x::commands;
+use offload_x::commands::series::Series;
 use offload_x::materialize::Drift;
 use offload_x::ui::Result;
 
@@ -116,15 +117,6 @@ enum Verb {
     },
 }
 
-/// What `./x.py series` does.
-#[derive(Debug, PartialEq)]
-enum Series {
-    /// `series`: record the series as commits (every patch must apply).
-    Apply,
-    /// `series --check [--from NNNN]`: check that each prefix builds, from patch `from` on.
-    Check { from: Option<String> },
-}
-
 impl Verb {
     /// The verb that `args` (without the program name) ask for; no arguments is the main job.
     /// An unknown verb or wrong arguments give the usage line to print.
@@ -175,7 +167,7 @@ impl Verb {
         })
     }
 
-    /// Runs the verb; the exit code of the process.
+    /// Runs the verb (a function of [`commands`]); the exit code of the process.
     fn run(self, project: &Path, cache: &Cache) -> Result<ExitCode> {
         let done = |()| ExitCode::SUCCESS;
         match self {
@@ -183,38 +175,20 @@ impl Verb {
                 print!("{HELP}");
                 Ok(ExitCode::SUCCESS)
             }
-            Verb::Job => offload_x::job::run(project, cache).map(done),
+            Verb::Job => commands::job(project, cache).map(done),
             Verb::Prepare => commands::prepare(project, cache).map(done),
             Verb::Build => commands::build(project, cache).map(done),
             Verb::Test(paths) => commands::test(project, cache, &paths).map(done),
-            Verb::Style => commands::prepare(project, cache)
-                .and_then(|()| offload_x::style::rustfmt(cache))
-                .and_then(|()| offload_x::style::tidy(project, cache))
-                .map(done),
-            Verb::Series(series) => {
-                commands::prepare(project, cache)?;
-                match series {
-                    Series::Apply => offload_x::series::record(project, cache),
-                    Series::Check { from } => {
-                        offload_x::series::check_prefixes(project, cache, from.as_deref())
-                    }
-                }
-                .map(done)
-            }
+            Verb::Style => commands::style(project, cache).map(done),
+            Verb::Series(series) => commands::series(project, cache, &series).map(done),
             Verb::Fuzz(args) => commands::fuzz(project, cache, &args).map(done),
-            Verb::GpuCheck => offload_x::gpu_check::run(project, cache).map(|_| ExitCode::SUCCESS),
-            Verb::Dist => offload_x::dist::run(project, cache).map(|_| ExitCode::SUCCESS),
-            Verb::DistCheck => offload_x::dist_check::check(project, cache).map(done),
-            Verb::Outside => commands::build(project, cache)
-                .and_then(|()| offload_x::outside::check(project, cache))
-                .map(done),
-            Verb::Bench(args) => offload_x::bench::run(project, cache, args).map(done),
-            Verb::Image(path) => offload_x::job::print_image(cache, &path).map(done),
-            Verb::Manifest(path) => {
-                let text = offload_x::tools::dump_manifest(project, cache, &path)?;
-                print!("{text}");
-                Ok(ExitCode::SUCCESS)
-            }
+            Verb::GpuCheck => commands::gpu_check(project, cache).map(|_| ExitCode::SUCCESS),
+            Verb::Dist => commands::dist(project, cache).map(|_| ExitCode::SUCCESS),
+            Verb::DistCheck => commands::dist_check(project, cache).map(done),
+            Verb::Outside => commands::outside(project, cache).map(done),
+            Verb::Bench(args) => commands::bench(project, cache, args).map(done),
+            Verb::Image(path) => commands::image(cache, &path).map(done),
+            Verb::Manifest(path) => commands::manifest(project, cache, &path).map(done),
             Verb::Tool(program, args) => {
                 let what = tool_command(&program, &args);
                 commands::run_tool(cache, &program, args).map(|status| tool_exit(&what, status))

@@ -15,7 +15,7 @@
 //!
 //! A patch's header names the new files it brings (`New-Files:`, one path per continuation
 //! line), so that each patch with its new files is one step of a series that builds
-//! ([`crate::series`]).
+//! ([`mod@crate::commands::series`]).
 //!
 //! Materializing computes the content every touched path must have (base content with the
 //! patches applied, or the project's file) and writes a file only where that differs from the
@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cache::Cache;
-use crate::ui::{Failure, Result, fail, run_captured};
+use crate::ui::{Context, Result, fail, run_captured};
 use crate::upstream::{BASE_BRANCH, git};
 
 const STEP: &str = "PATCH";
@@ -115,10 +115,7 @@ fn header_new_files(header: &str) -> Vec<String> {
 /// Parses the patch at `path`: its header, the paths of its `diff --git a/P b/P` lines and
 /// their sections.
 pub fn read_patch(path: &Path) -> Result<Patch> {
-    let text = fs::read_to_string(path).map_err(|e| Failure {
-        step: STEP,
-        message: format!("cannot read {}: {e}", path.display()),
-    })?;
+    let text = fs::read_to_string(path).reading(STEP, path)?;
     let mut files = Vec::new();
     let mut starts = Vec::new();
     let mut header_end = None;
@@ -222,10 +219,7 @@ pub fn new_files(project: &Path) -> Result<BTreeMap<String, PathBuf>> {
     for root in NEW_FILE_ROOTS {
         let dir = project.join(root);
         if dir.is_dir() {
-            walk(&dir, root, &mut out).map_err(|e| Failure {
-                step: STEP,
-                message: format!("cannot read {}: {e}", dir.display()),
-            })?;
+            walk(&dir, root, &mut out).reading(STEP, &dir)?;
         }
     }
     Ok(out)
@@ -236,7 +230,7 @@ pub fn base_content(cache: &Cache, rel: &str) -> Result<Option<Vec<u8>>> {
     let out = git(cache)
         .args(["cat-file", "blob", &format!("{BASE_BRANCH}:{rel}")])
         .output()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run git: {e}") })?;
+        .running(STEP, "git")?;
     Ok(out.status.success().then_some(out.stdout))
 }
 
@@ -257,10 +251,7 @@ pub fn desired(project: &Path, cache: &Cache) -> Result<Desired> {
                 ),
             );
         }
-        let bytes = fs::read(&path).map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot read {}: {e}", path.display()),
-        })?;
+        let bytes = fs::read(&path).reading(STEP, &path)?;
         want.insert(rel, Some(bytes));
     }
     want.extend(apply_series(cache, project, &patches(project)?)?);
@@ -285,10 +276,7 @@ fn content_before(
         return Ok(None);
     }
     let path = project.join(rel);
-    fs::read(&path).map(Some).map_err(|e| Failure {
-        step: STEP,
-        message: format!("cannot read {}: {e}", path.display()),
-    })
+    fs::read(&path).map(Some).reading(STEP, &path)
 }
 
 /// Whether `rel` is a new file of `patches` (a `New-Files:` entry) that a patch has a section
@@ -299,30 +287,27 @@ fn new_file_has_sections(patches: &[Patch], rel: &str) -> bool {
 }
 
 /// Applies the patch file `patch` in `dir` with `patch -p1 --fuzz=0` (hunks found by their
-/// context, at any offset, never with less of it). `Err` holds the last lines `patch` printed.
-fn apply_patch_file(dir: &Path, patch: &Path) -> Result<std::result::Result<(), String>> {
+/// context, at any offset, never with less of it). `None` when it applied, else why not: the
+/// last lines `patch` printed.
+fn patch_refusal(dir: &Path, patch: &Path) -> Result<Option<String>> {
     let out = Command::new("patch")
         .args(["-p1", "-s", "-N", "--fuzz=0", "--no-backup-if-mismatch", "-r", "-", "-i"])
         .arg(std::path::absolute(patch).unwrap_or(patch.to_path_buf()))
         .current_dir(dir)
         .output()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run patch: {e}") })?;
+        .running(STEP, "patch")?;
     if out.status.success() {
-        return Ok(Ok(()));
+        return Ok(None);
     }
     let mut why = out.stdout;
     why.extend_from_slice(&out.stderr);
-    Ok(Err(crate::ui::tail(&why, 3)))
+    Ok(Some(crate::ui::tail(&why, 3)))
 }
 
 /// Applies `patches` in order, each to the files as the patches before it left them (a new file
 /// of an earlier patch as the project stores it), in a scratch folder of the cache, and returns
 /// the content of each file they touch after the whole series.
 pub fn apply_series(cache: &Cache, project: &Path, patches: &[Patch]) -> Result<Desired> {
-    let io = |e: std::io::Error, p: &Path| Failure {
-        step: STEP,
-        message: format!("cannot write {}: {e}", p.display()),
-    };
     let scratch = cache.root.join("patch-scratch");
     let _ = fs::remove_dir_all(&scratch);
     let mut after = Desired::new();
@@ -330,13 +315,13 @@ pub fn apply_series(cache: &Cache, project: &Path, patches: &[Patch]) -> Result<
         for rel in &patch.files {
             let target = scratch.join(rel);
             if !after.contains_key(rel) {
-                fs::create_dir_all(target.parent().unwrap()).map_err(|e| io(e, &target))?;
+                fs::create_dir_all(target.parent().unwrap()).writing(STEP, &target)?;
                 if let Some(bytes) = content_before(cache, project, patches, index, rel)? {
-                    fs::write(&target, bytes).map_err(|e| io(e, &target))?;
+                    fs::write(&target, bytes).writing(STEP, &target)?;
                 }
             }
         }
-        if let Err(why) = apply_patch_file(&scratch, &patch.path)? {
+        if let Some(why) = patch_refusal(&scratch, &patch.path)? {
             let _ = fs::remove_dir_all(&scratch);
             return fail(
                 STEP,
@@ -379,10 +364,6 @@ pub fn materialize(project: &Path, cache: &Cache, extra: &[(&str, Vec<u8>)]) -> 
     }
     let mut report = Report::default();
     let tree = cache.tree();
-    let io = |e: std::io::Error, p: &Path| Failure {
-        step: STEP,
-        message: format!("cannot write {}: {e}", p.display()),
-    };
     let all = want.iter().map(|(r, c)| (r.as_str(), c.as_deref()));
     let extra_iter = extra.iter().map(|(r, c)| (*r, Some(&c[..])));
     for (rel, content) in all.chain(extra_iter) {
@@ -390,12 +371,12 @@ pub fn materialize(project: &Path, cache: &Cache, extra: &[(&str, Vec<u8>)]) -> 
         let current = fs::read(&path).ok();
         match content {
             Some(bytes) if current.as_deref() != Some(bytes) => {
-                fs::create_dir_all(path.parent().unwrap()).map_err(|e| io(e, &path))?;
-                fs::write(&path, bytes).map_err(|e| io(e, &path))?;
+                fs::create_dir_all(path.parent().unwrap()).writing(STEP, &path)?;
+                fs::write(&path, bytes).writing(STEP, &path)?;
                 report.written.push(rel.to_string());
             }
             None if current.is_some() => {
-                fs::remove_file(&path).map_err(|e| io(e, &path))?;
+                fs::remove_file(&path).writing(STEP, &path)?;
                 report.removed.push(rel.to_string());
             }
             _ => {}
@@ -411,8 +392,7 @@ pub fn materialize(project: &Path, cache: &Cache, extra: &[(&str, Vec<u8>)]) -> 
         }
     }
     if fs::read_to_string(cache.materialized_list()).ok().as_deref() != Some(&list) {
-        fs::write(cache.materialized_list(), list)
-            .map_err(|e| io(e, &cache.materialized_list()))?;
+        fs::write(cache.materialized_list(), list).writing(STEP, &cache.materialized_list())?;
     }
     Ok(report)
 }
@@ -430,20 +410,16 @@ fn state_after_sections(
     let scratch = cache.root.join("export-scratch");
     let _ = fs::remove_dir_all(&scratch);
     let target = scratch.join(rel);
-    let io = |e: std::io::Error, p: &Path| Failure {
-        step: STEP,
-        message: format!("cannot write {}: {e}", p.display()),
-    };
-    fs::create_dir_all(target.parent().unwrap()).map_err(|e| io(e, &target))?;
+    fs::create_dir_all(target.parent().unwrap()).writing(STEP, &target)?;
     if let Some(bytes) = start {
-        fs::write(&target, bytes).map_err(|e| io(e, &target))?;
+        fs::write(&target, bytes).writing(STEP, &target)?;
     }
     for (patch, section) in sections {
         let section_file = cache.root.join("export-section.diff");
-        fs::write(&section_file, section).map_err(|e| io(e, &section_file))?;
-        let applied = apply_patch_file(&scratch, &section_file)?;
+        fs::write(&section_file, section).writing(STEP, &section_file)?;
+        let refusal = patch_refusal(&scratch, &section_file)?;
         let _ = fs::remove_file(&section_file);
-        if let Err(why) = applied {
+        if let Some(why) = refusal {
             let _ = fs::remove_dir_all(&scratch);
             return fail(
                 STEP,
@@ -484,10 +460,7 @@ fn diff_since(cache: &Cache, rel: &str, before: &Option<Vec<u8>>) -> Result<Stri
     };
     {
         let scratch = cache.root.join("export.blob");
-        fs::write(&scratch, bytes).map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot write {}: {e}", scratch.display()),
-        })?;
+        fs::write(&scratch, bytes).writing(STEP, &scratch)?;
         let blob = run_captured(
             STEP,
             git(cache).args(["hash-object", "-w", "--no-filters"]).arg(&scratch),
@@ -591,10 +564,7 @@ pub fn export(
         }
     }
     for (path, text) in writes {
-        fs::write(&path, text).map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot write {}: {e}", path.display()),
-        })?;
+        fs::write(&path, text).writing(STEP, &path)?;
     }
     if !unowned.is_empty() {
         match (write, new_patch) {
@@ -683,10 +653,7 @@ fn write_new_patch(
          ---\n"
     );
     fs::create_dir_all(path.parent().unwrap()).ok();
-    fs::write(&path, format!("{header}{}", diff_of(cache, unowned)?)).map_err(|e| Failure {
-        step: STEP,
-        message: format!("cannot write {}: {e}", path.display()),
-    })?;
+    fs::write(&path, format!("{header}{}", diff_of(cache, unowned)?)).writing(STEP, &path)?;
     Ok(path)
 }
 
@@ -711,18 +678,12 @@ fn export_new_files(
         }
         let from = cache.tree().join(rel);
         let to = project.join(rel);
-        let bytes = fs::read(&from).map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot read {}: {e}", from.display()),
-        })?;
+        let bytes = fs::read(&from).reading(STEP, &from)?;
         if fs::read(&to).ok().as_deref() != Some(&bytes[..]) {
             drift.push(Drift::NewFile(rel.clone()));
             if write {
                 fs::create_dir_all(to.parent().unwrap()).ok();
-                fs::write(&to, bytes).map_err(|e| Failure {
-                    step: STEP,
-                    message: format!("cannot write {}: {e}", to.display()),
-                })?;
+                fs::write(&to, bytes).writing(STEP, &to)?;
             }
         }
     }

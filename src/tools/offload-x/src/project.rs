@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cache::{Cache, stage0_toolchain};
-use crate::ui::{Failure, Result, fail};
+use crate::ui::{Context, Result, fail};
 
 /// The project root: the folder that holds `x.py` (given by `x.py` in `$OFFLOAD_FORK_PROJECT`).
 pub fn project_root() -> PathBuf {
@@ -18,11 +18,8 @@ pub fn project_root() -> PathBuf {
 
 /// The bootstrap configuration: `config.example.toml` with its placeholders filled in.
 pub fn bootstrap_toml(project: &Path, cache: &Cache) -> Result<Vec<u8>> {
-    let template =
-        fs::read_to_string(project.join("config.example.toml")).map_err(|e| Failure {
-            step: "PATCH",
-            message: format!("cannot read {}: {e}", project.join("config.example.toml").display()),
-        })?;
+    let config = project.join("config.example.toml");
+    let template = fs::read_to_string(&config).reading("PATCH", &config)?;
     Ok(template
         .replace("@CACHE@", &cache.root.to_string_lossy())
         .replace("@STAGE0@", &stage0_toolchain().to_string_lossy())
@@ -52,10 +49,7 @@ pub fn source_fingerprint(project: &Path) -> Result<String> {
     }
     let mut files = Vec::new();
     for dir in ["src/patches", "compiler", "library"] {
-        walk(&project.join(dir), &mut files).map_err(|e| Failure {
-            step: "BUILD",
-            message: format!("cannot read {}: {e}", project.join(dir).display()),
-        })?;
+        walk(&project.join(dir), &mut files).reading("BUILD", &project.join(dir))?;
     }
     files.sort();
     let mut input = Vec::new();
@@ -63,10 +57,7 @@ pub fn source_fingerprint(project: &Path) -> Result<String> {
         let rel = file.strip_prefix(project).unwrap_or(file);
         input.extend_from_slice(rel.to_string_lossy().as_bytes());
         input.push(0);
-        let content = fs::read(file).map_err(|e| Failure {
-            step: "BUILD",
-            message: format!("cannot read {}: {e}", file.display()),
-        })?;
+        let content = fs::read(file).reading("BUILD", file)?;
         input.extend_from_slice(format!("{}\0", content.len()).as_bytes());
         input.extend_from_slice(&content);
     }
@@ -74,18 +65,13 @@ pub fn source_fingerprint(project: &Path) -> Result<String> {
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| Failure { step: "BUILD", message: format!("cannot run sha256sum: {e}") })?;
+        .running("BUILD", "sha256sum")?;
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().expect("stdin was piped");
-        stdin.write_all(&input).map_err(|e| Failure {
-            step: "BUILD",
-            message: format!("cannot write to sha256sum: {e}"),
-        })?;
+        stdin.write_all(&input).context("BUILD", || "cannot write to sha256sum".into())?;
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| Failure { step: "BUILD", message: format!("sha256sum failed: {e}") })?;
+    let out = child.wait_with_output().context("BUILD", || "sha256sum failed".into())?;
     let text = String::from_utf8_lossy(&out.stdout);
     match text.split_whitespace().next() {
         Some(sum) if sum.len() == 64 && out.status.success() => Ok(sum[..16].to_string()),

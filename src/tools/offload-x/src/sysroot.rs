@@ -15,12 +15,12 @@
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Output};
+use std::process::{Child, Command, ExitStatus, Output};
 
 use crate::cache::{Cache, stage0_toolchain};
 use crate::fetch::apt_mirrors;
 use crate::pins::{SYSROOT_LLVM_BIN, SYSROOT_PACKAGES, SYSROOT_SUITE};
-use crate::ui::{Failure, Result, Timer, fail, run_inherited, say};
+use crate::ui::{Context, Result, Timer, fail, run_inherited, say};
 
 const STEP: &str = "SYSROOT";
 
@@ -34,39 +34,20 @@ pub fn ensure(cache: &Cache) -> Result<()> {
             return install_missing(cache, &stamp);
         }
         owned_by_this_user(cache)?;
-        if !missing_packages(&stamp).is_empty() {
-            // `apt-get` cannot install into it in a user namespace that maps one user.
-            unprivileged_tools()?;
-            say(STEP, "the sysroot lacks packages that the build needs: making it again");
-            fs::remove_file(cache.sysroot_stamp()).map_err(|e| Failure {
-                step: STEP,
-                message: format!("{}: {e}", cache.sysroot_stamp().display()),
-            })?;
-        } else {
+        if missing_packages(&stamp).is_empty() {
             return Ok(());
         }
+        // `apt-get` cannot install into it in a user namespace that maps one user.
+        unprivileged_tools()?;
+        say(STEP, "the sysroot lacks packages that the build needs: making it again");
+        fs::remove_file(cache.sysroot_stamp()).at(STEP, &cache.sysroot_stamp())?;
     }
     if !privileged() {
         // Before anything of an earlier sysroot goes.
         unprivileged_tools()?;
     }
     let tmp = cache.root.join("sysroot.tmp");
-    // Without root, a folder unpacked read-only (`0555`) cannot be emptied.
-    let io = |e: std::io::Error, what: &Path| Failure {
-        step: STEP,
-        message: format!("{}: {e} (a folder in it read-only? `chmod -R u+w` it)", what.display()),
-    };
-    if tmp.exists() {
-        say(STEP, format!("discarding the half-made {}", tmp.display()));
-        fs::remove_dir_all(&tmp).map_err(|e| io(e, &tmp))?;
-    }
-    if cache.sysroot().exists() {
-        say(
-            STEP,
-            format!("{} has no completion stamp: making it again", cache.sysroot().display()),
-        );
-        fs::remove_dir_all(cache.sysroot()).map_err(|e| io(e, &cache.sysroot()))?;
-    }
+    discard_incomplete(cache, &tmp)?;
     let Some(mirror) = apt_mirrors(Path::new("/etc/apt")).into_iter().next() else {
         return fail(
             STEP,
@@ -75,17 +56,48 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     };
     if !privileged() {
         make_unprivileged(cache, &tmp, &mirror)?;
-        fs::rename(&tmp, cache.sysroot()).map_err(|e| io(e, &tmp))?;
-        return fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n"))
-            .map_err(|e| io(e, &cache.sysroot_stamp()));
+        return complete(cache, &tmp);
     }
+    make_privileged(cache, &tmp, &mirror)
+}
+
+/// `result`, or a failure that names `path` and why it may not be removable: without root, a
+/// folder unpacked read-only (`0555`) cannot be emptied.
+fn writable<T>(result: std::io::Result<T>, path: &Path) -> Result<T> {
+    result.or_fail(STEP, |e| {
+        format!("{}: {e} (a folder in it read-only? `chmod -R u+w` it)", path.display())
+    })
+}
+
+/// Removes the half-made sysroot `tmp` and a sysroot without a completion stamp.
+fn discard_incomplete(cache: &Cache, tmp: &Path) -> Result<()> {
+    if tmp.exists() {
+        say(STEP, format!("discarding the half-made {}", tmp.display()));
+        writable(fs::remove_dir_all(tmp), tmp)?;
+    }
+    if cache.sysroot().exists() {
+        say(
+            STEP,
+            format!("{} has no completion stamp: making it again", cache.sysroot().display()),
+        );
+        writable(fs::remove_dir_all(cache.sysroot()), &cache.sysroot())?;
+    }
+    Ok(())
+}
+
+/// Moves the made sysroot `tmp` into place and writes its completion stamp.
+fn complete(cache: &Cache, tmp: &Path) -> Result<()> {
+    writable(fs::rename(tmp, cache.sysroot()), tmp)?;
+    writable(fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n")), &cache.sysroot_stamp())
+}
+
+/// Makes the sysroot as root with `debootstrap` (installed with `apt-get` if missing) from
+/// `mirror`, in `tmp` (a path that does not exist), and completes it.
+fn make_privileged(cache: &Cache, tmp: &Path, mirror: &str) -> Result<()> {
     if Command::new("debootstrap").arg("--version").output().is_err() {
         let timer = Timer::start(STEP, "installing debootstrap with apt-get");
         run_inherited(STEP, Command::new("apt-get").args(["install", "-y", "-q", "debootstrap"]))
-            .map_err(|f| Failure {
-            step: STEP,
-            message: format!("{}; install debootstrap by hand and rerun", f.message),
-        })?;
+            .map_err(|f| f.advise("install debootstrap by hand and rerun"))?;
         timer.done();
     }
     let timer = Timer::start(
@@ -101,16 +113,11 @@ pub fn ensure(cache: &Cache) -> Result<()> {
             .arg("--variant=minbase")
             .arg(format!("--include={}", SYSROOT_PACKAGES.join(",")))
             .arg(SYSROOT_SUITE)
-            .arg(&tmp)
-            .arg(&mirror),
+            .arg(tmp)
+            .arg(mirror),
     )
-    .map_err(|f| Failure {
-        step: STEP,
-        message: format!("{}; check the network to the package registry and rerun", f.message),
-    })?;
-    fs::rename(&tmp, cache.sysroot()).map_err(|e| io(e, &tmp))?;
-    fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n"))
-        .map_err(|e| io(e, &cache.sysroot_stamp()))?;
+    .map_err(|f| f.advise("check the network to the package registry and rerun"))?;
+    complete(cache, tmp)?;
     timer.done();
     Ok(())
 }
@@ -199,17 +206,14 @@ fn make_unprivileged(cache: &Cache, tmp: &Path, mirror: &str) -> Result<()> {
             .arg(&tarball)
             .arg(mirror),
     )
-    .map_err(|f| Failure {
-        step: STEP,
-        message: format!(
-            "{}; {UNPRIVILEGED_NEEDS}; check the network to the package registry and the space \
-             in $TMPDIR",
-            f.message
-        ),
+    .map_err(|f| {
+        f.advise(format!(
+            "{UNPRIVILEGED_NEEDS}; check the network to the package registry and the space in \
+             $TMPDIR"
+        ))
     })
     .and_then(|()| {
-        fs::create_dir(tmp)
-            .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", tmp.display()) })?;
+        fs::create_dir(tmp).at(STEP, tmp)?;
         let mut tar = Command::new("tar");
         tar.arg("-C").arg(tmp).arg("-xf").arg(&tarball).arg("--exclude=./dev/*");
         run_inherited(STEP, &mut tar)
@@ -253,10 +257,8 @@ fn install_missing(cache: &Cache, stamp: &str) -> Result<()> {
             ),
         );
     }
-    fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n")).map_err(|e| Failure {
-        step: STEP,
-        message: format!("{}: {e}", cache.sysroot_stamp().display()),
-    })?;
+    fs::write(cache.sysroot_stamp(), SYSROOT_PACKAGES.join("\n"))
+        .at(STEP, &cache.sysroot_stamp())?;
     timer.done();
     Ok(())
 }
@@ -363,13 +365,13 @@ impl Enter {
     }
 
     /// Runs this inside `cache`'s sysroot to its end, with the caller's standard streams; its
-    /// exit status. A failure to start `unshare` is a [`Failure`] of `step`.
+    /// exit status. A failure to start `unshare` is a [`Failure`](crate::ui::Failure) of `step`.
     pub fn status(&self, cache: &Cache, step: &'static str) -> Result<ExitStatus> {
         status(step, &mut self.command(cache)?)
     }
 
     /// Runs this inside `cache`'s sysroot to its end, capturing its standard output and error.
-    /// A failure to start `unshare` is a [`Failure`] of `step`.
+    /// A failure to start `unshare` is a [`Failure`](crate::ui::Failure) of `step`.
     pub fn output(&self, cache: &Cache, step: &'static str) -> Result<Output> {
         output(step, &mut self.command(cache)?)
     }
@@ -434,20 +436,25 @@ impl Enter {
 }
 
 /// Runs `cmd`, an [`Enter::command`] that a caller completed (with a run plan, say), with the
-/// caller's standard streams; its exit status. A failure to start `unshare` is a [`Failure`] of
-/// `step`.
+/// caller's standard streams; its exit status. A failure to start `unshare` is a
+/// [`Failure`](crate::ui::Failure) of `step`.
 pub fn status(step: &'static str, cmd: &mut Command) -> Result<ExitStatus> {
-    cmd.status().map_err(|e| cannot_start(step, e))
+    cmd.status().context(step, cannot_start)
 }
 
 /// As [`status`], capturing the command's standard output and error.
 pub fn output(step: &'static str, cmd: &mut Command) -> Result<Output> {
-    cmd.output().map_err(|e| cannot_start(step, e))
+    cmd.output().context(step, cannot_start)
 }
 
-/// The failure of a command that enters the sysroot and could not start.
-pub fn cannot_start(step: &'static str, e: std::io::Error) -> Failure {
-    Failure { step, message: format!("cannot start unshare: {e}") }
+/// As [`status`], started with the streams the caller set and not waited for.
+pub fn spawn(step: &'static str, cmd: &mut Command) -> Result<Child> {
+    cmd.spawn().context(step, cannot_start)
+}
+
+/// What fails when a command that enters the sysroot could not start.
+fn cannot_start() -> String {
+    "cannot start unshare".into()
 }
 
 /// Quotes `s` for a POSIX shell.

@@ -12,7 +12,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::ui::strip_ansi;
+use crate::ui::{Result, fail, strip_ansi};
 
 /// The compiletest tests under each of `suites` (paths relative to the tree `tree`, as
 /// `./x.py test` takes them), as compiletest names them: a `run-make` test is its folder (the
@@ -74,9 +74,10 @@ enum Outcome<'a> {
 }
 
 /// Checks bootstrap's verbose output `output` against `expected` (from [`expected_tests`]):
-/// returns how many test lines passed, or one message that names every ignored test (with its
-/// reason) and every expected test without an `ok` line. ANSI colour codes are ignored.
-pub fn check(output: &str, expected: &[String]) -> Result<usize, String> {
+/// returns how many test lines passed, or a `[TEST]` failure whose one message names every
+/// ignored test (with its reason) and every expected test without an `ok` line. ANSI colour
+/// codes are ignored.
+pub fn check(output: &str, expected: &[String]) -> Result<usize> {
     let mut passed = 0;
     let mut ignored = Vec::new();
     let mut ran_ok = std::collections::BTreeSet::new();
@@ -109,7 +110,7 @@ pub fn check(output: &str, expected: &[String]) -> Result<usize, String> {
         message +=
             &format!("{} expected tests did not pass: {}", missing.len(), missing.join(", "));
     }
-    Err(message)
+    fail("TEST", message)
 }
 
 #[cfg(test)]
@@ -132,7 +133,7 @@ test [run-make] tests/run-make/offload-slices ... ok
 
     #[test]
     fn every_expected_test_passed() {
-        assert_eq!(check(RUN, &expected()), Ok(3));
+        assert_eq!(check(RUN, &expected()).unwrap(), 3);
     }
 
     #[test]
@@ -141,7 +142,7 @@ test [run-make] tests/run-make/offload-slices ... ok
             "offload-slices ... ok",
             "offload-slices ... ignored, ignored when LLVM Offload is disabled",
         );
-        let error = check(&run, &expected()).unwrap_err();
+        let error = check(&run, &expected()).unwrap_err().message;
         assert!(error.contains("1 tests were ignored"), "{error}");
         assert!(
             error.contains("tests/run-make/offload-slices (ignored when LLVM Offload is disabled)"),
@@ -152,20 +153,20 @@ test [run-make] tests/run-make/offload-slices ... ok
     #[test]
     fn an_ignored_revision_fails() {
         let run = RUN.replace("\u{1b}[32mok\u{1b}[0m (0.5s)", "ignored");
-        assert!(check(&run, &expected()).unwrap_err().contains("agree.rs ()"));
+        assert!(check(&run, &expected()).unwrap_err().message.contains("agree.rs ()"));
     }
 
     #[test]
     fn a_test_that_did_not_run_fails_and_is_named() {
         let run = RUN.replace("test [run-make] tests/run-make/offload-slices ... ok", "");
-        let error = check(&run, &expected()).unwrap_err();
+        let error = check(&run, &expected()).unwrap_err().message;
         assert_eq!(error, "1 expected tests did not pass: tests/run-make/offload-slices");
     }
 
     #[test]
     fn a_failed_test_is_not_passed() {
         let run = RUN.replace("offload-slices ... ok", "offload-slices ... FAILED");
-        assert!(check(&run, &expected()).unwrap_err().contains("did not pass"));
+        assert!(check(&run, &expected()).unwrap_err().message.contains("did not pass"));
     }
 
     #[test]

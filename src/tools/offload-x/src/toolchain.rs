@@ -13,7 +13,7 @@ use crate::pins::SYSROOT_LLVM_BIN;
 use crate::project::project_root;
 use crate::sysroot::Enter;
 use crate::tools::install_cargo_offload;
-use crate::ui::{Failure, Result};
+use crate::ui::{Context, Result};
 
 /// `program` in `cwd` inside the sysroot as an installed toolchain: the stage-1 toolchain,
 /// `cargo-offload` and LLVM 22's tools first on `PATH`, `RUSTC` set, the device sysroot
@@ -69,8 +69,7 @@ pub fn cargo_with_plan(
 ) -> Result<(Command, PlanFile)> {
     install_cargo_offload(&project_root(), cache)?;
     let plans = cache.root.join("run-plans");
-    fs::create_dir_all(&plans)
-        .map_err(|e| Failure { step: "RUN", message: format!("{}: {e}", plans.display()) })?;
+    fs::create_dir_all(&plans).at("RUN", &plans)?;
     // One per process and call, so that two `./x.py cargo` at once keep theirs apart.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -14,7 +14,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::path::PathBuf;
 
 use crate::cache::Cache;
-use crate::ui::{Failure, Result, say};
+use crate::ui::{Context, Result, say};
 
 /// A held toolchain lock; dropping it releases the lock.
 #[derive(Debug)]
@@ -41,22 +41,19 @@ impl ToolchainLock {
     /// process holds it in a way that excludes this one.
     pub fn take(cache: &Cache, step: &'static str, use_: Use) -> Result<ToolchainLock> {
         let path = Self::path(cache);
-        let io = |what: &str, e: std::io::Error| Failure {
-            step,
-            message: format!("cannot {what} the toolchain lock {}: {e}", path.display()),
-        };
+        let lock = |what: &str| format!("cannot {what} the toolchain lock {}", path.display());
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&path)
-            .map_err(|e| io("open", e))?;
+            .context(step, || lock("open"))?;
         let tried = match use_ {
             Use::Replace => file.try_lock(),
             Use::Run => file.try_lock_shared(),
         };
-        match tried {
-            Ok(()) => {}
+        let taken = match tried {
+            Ok(()) => Ok(()),
             Err(TryLockError::WouldBlock) => {
                 say(
                     step,
@@ -72,10 +69,10 @@ impl ToolchainLock {
                     Use::Replace => file.lock(),
                     Use::Run => file.lock_shared(),
                 }
-                .map_err(|e| io("take", e))?;
             }
-            Err(TryLockError::Error(e)) => return Err(io("take", e)),
-        }
+            Err(TryLockError::Error(e)) => Err(e),
+        };
+        taken.context(step, || lock("take"))?;
         Ok(ToolchainLock { _file: file })
     }
 }

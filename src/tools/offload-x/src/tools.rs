@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cache::{Cache, offload_tools_bin, stage0_toolchain};
-use crate::ui::{Failure, Result, fail};
+use crate::ui::{Context, Result, fail};
 use crate::upstream;
 
 /// `cargo ARGS` of the rustup 1.95.0 toolchain for `src/tools/offload-manifest`, offline, with
@@ -103,10 +103,7 @@ pub fn install_cargo_offload(project: &Path, cache: &Cache) -> Result<PathBuf> {
         if fs::read(installed).ok() != fs::read(&built).ok() {
             fs::create_dir_all(installed.parent().unwrap())
                 .and_then(|()| fs::copy(&built, installed))
-                .map_err(|e| Failure {
-                    step: "BUILD",
-                    message: format!("cannot install {}: {e}", installed.display()),
-                })?;
+                .context("BUILD", || format!("cannot install {}", installed.display()))?;
         }
     }
     Ok(installed)
@@ -118,9 +115,8 @@ pub fn install_cargo_offload(project: &Path, cache: &Cache) -> Result<PathBuf> {
 /// `src/tools/offload-targets` (the device targets' table).
 pub fn test_cargo_offload(project: &Path, cache: &Cache) -> Result<()> {
     for tool in ["cargo-offload", "offload-report", "offload-manifest-format", "offload-targets"] {
-        let status = tool_cargo(project, cache, tool, &["test"])
-            .status()
-            .map_err(|e| Failure { step: "TEST", message: format!("cannot run cargo: {e}") })?;
+        let status =
+            tool_cargo(project, cache, tool, &["test"]).status().running("TEST", "cargo")?;
         if !status.success() {
             return fail("TEST", format!("{tool} tests failed; their output is above"));
         }
@@ -130,9 +126,8 @@ pub fn test_cargo_offload(project: &Path, cache: &Cache) -> Result<()> {
 
 /// Runs the manifest printer's own tests.
 pub fn test_manifest_tool(project: &Path, cache: &Cache) -> Result<()> {
-    let status = manifest_tool_cargo(project, cache, &["test"])
-        .status()
-        .map_err(|e| Failure { step: "TEST", message: format!("cannot run cargo: {e}") })?;
+    let status =
+        manifest_tool_cargo(project, cache, &["test"]).status().running("TEST", "cargo")?;
     if !status.success() {
         return fail("TEST", "offload-manifest tests failed; their output is above");
     }

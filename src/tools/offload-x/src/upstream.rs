@@ -15,7 +15,7 @@ use std::process::Command;
 
 use crate::cache::Cache;
 use crate::pins::{ORIG_TOP_DIR, RUSTC_WORKSPACES, SOURCE_FILES};
-use crate::ui::{Failure, Result, Timer, fail, run_captured, say};
+use crate::ui::{Context, Result, Timer, fail, run_captured, say};
 
 const STEP: &str = "EXTRACT";
 
@@ -54,23 +54,18 @@ pub fn ensure(cache: &Cache) -> Result<()> {
     for stale in [cache.tree(), cache.tree_git(), cache.root.join("tree.tmp")] {
         if stale.exists() {
             say(STEP, format!("discarding the incomplete {}", stale.display()));
-            fs::remove_dir_all(&stale).map_err(|e| io(e, &stale))?;
+            fs::remove_dir_all(&stale).at(STEP, &stale)?;
         }
     }
     let _ = fs::remove_file(cache.materialized_list());
     let tmp = cache.root.join("tree.tmp");
-    fs::create_dir_all(&tmp).map_err(|e| io(e, &tmp))?;
+    fs::create_dir_all(&tmp).at(STEP, &tmp)?;
     let src = unpack(cache, &tmp)?;
     apply_debian_series(&src)?;
     prepare_as_debian_rules(&src)?;
-    fs::rename(&src, cache.tree()).map_err(|e| io(e, &src))?;
+    fs::rename(&src, cache.tree()).at(STEP, &src)?;
     let _ = fs::remove_dir_all(&tmp);
     record_base_commit(cache)
-}
-
-/// A failure of this step on the file `what`.
-fn io(e: std::io::Error, what: &Path) -> Failure {
-    Failure { step: STEP, message: format!("{}: {e}", what.display()) }
 }
 
 /// Unpacks the upstream and Debian tarballs into `tmp`; the source folder.
@@ -89,7 +84,7 @@ fn unpack(cache: &Cache, tmp: &Path) -> Result<PathBuf> {
 fn apply_debian_series(src: &Path) -> Result<()> {
     let timer = Timer::start(STEP, "applying Debian's patch series");
     let series = fs::read_to_string(src.join("debian/patches/series"))
-        .map_err(|e| io(e, &src.join("debian/patches/series")))?;
+        .at(STEP, &src.join("debian/patches/series"))?;
     for line in series.lines() {
         let name = line.split('#').next().unwrap_or("").trim();
         if name.is_empty() {
@@ -101,7 +96,7 @@ fn apply_debian_series(src: &Path) -> Result<()> {
             .arg(&patch)
             .current_dir(src)
             .output()
-            .map_err(|e| io(e, &patch))?;
+            .at(STEP, &patch)?;
         if !out.status.success() {
             return fail(
                 STEP,
@@ -126,13 +121,13 @@ fn prepare_as_debian_rules(src: &Path) -> Result<()> {
     for ws in RUSTC_WORKSPACES {
         let lock = src.join(ws).join("Cargo.lock");
         if lock.exists() {
-            fs::rename(&lock, lock.with_extension("lock.orig")).map_err(|e| io(e, &lock))?;
+            fs::rename(&lock, lock.with_extension("lock.orig")).at(STEP, &lock)?;
         }
     }
     let mut checksums = Vec::new();
     let vendor = src.join("vendor");
-    for entry in fs::read_dir(&vendor).map_err(|e| io(e, &vendor))? {
-        let file = entry.map_err(|e| io(e, &vendor))?.path().join(".cargo-checksum.json");
+    for entry in fs::read_dir(&vendor).at(STEP, &vendor)? {
+        let file = entry.at(STEP, &vendor)?.path().join(".cargo-checksum.json");
         if file.exists() {
             checksums.push(file);
         }

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use offload_x::cache::Cache;
+use offload_x::commands::series;
 use offload_x::fetch;
 use offload_x::materialize::{self, Drift};
 use offload_x::pins::PinnedFile;
-use offload_x::series;
 use offload_x::upstream::{self, BASE_BRANCH};
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);

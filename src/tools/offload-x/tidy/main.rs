@@ -8,7 +8,7 @@
 //! `deps` check panics, which stops the run before `style` reports anything. The per-file checks
 //! run here are the same functions, with the same context and output (`tidy [CHECK (PATH)]:
 //! FILE:LINE: problem`, one line each). Exits 1 when any check failed, whoever's file it was:
-//! the harness (`offload-x`, `style.rs`) keeps the lines that name our files.
+//! the harness (`offload-x`, `commands/style.rs`) keeps the lines that name our files.
 
 use std::path::PathBuf;
 

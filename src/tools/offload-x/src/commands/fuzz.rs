@@ -3,12 +3,12 @@
 use std::fs;
 use std::path::Path;
 
-use super::build::build;
 use crate::cache::{Cache, gpu_sysroot};
 use crate::pins::SYSROOT_LLVM_BIN;
+use crate::stages::build;
 use crate::toolchain::toolchain;
 use crate::tools::manifest_tool;
-use crate::ui::{Failure, Result, Timer, fail};
+use crate::ui::{Context, Result, Timer, fail};
 
 /// Mutants that `./x.py test` runs through the device pass (about 15 s on two cores); the
 /// long run is `./x.py fuzz` (10,000 by default).
@@ -54,10 +54,7 @@ pub fn fuzz_run(project: &Path, cache: &Cache, seed: u64, first: u64, count: u64
     let tool = manifest_tool(project, cache, "FUZZ")?;
     let work = cache.root.join("fuzz");
     let _ = fs::remove_dir_all(&work);
-    fs::create_dir_all(&work).map_err(|e| Failure {
-        step: "FUZZ",
-        message: format!("cannot create {}: {e}", work.display()),
-    })?;
+    fs::create_dir_all(&work).creating("FUZZ", &work)?;
     let seed_crate = project.join("src/tools/offload-manifest/fuzz/seed.rs");
     let host = toolchain(cache, &work, "rustc")
         .arg("-Zunstable-options")

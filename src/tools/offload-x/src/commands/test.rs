@@ -5,13 +5,13 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use super::build::{build, restore_gpu_sysroot};
 use super::fuzz::{SHORT_FUZZ_COUNT, fuzz_run};
 use crate::bootstrap::bootstrap_tee;
 use crate::cache::{Cache, stage0_toolchain};
+use crate::stages::{build, restore_gpu_sysroot};
 use crate::toolchain_lock::{ToolchainLock, Use};
 use crate::tools::{test_cargo_offload, test_manifest_tool};
-use crate::ui::{Failure, Result, Timer, fail, say};
+use crate::ui::{Context, Result, Timer, fail, say};
 
 /// Upstream test suites that `x.py test` runs by default, beside our own `tests/`.
 pub const UPSTREAM_SUITES: &[&str] = &["tests/codegen-llvm/gpu_offload"];
@@ -30,10 +30,7 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
             .env_remove("RUSTFLAGS")
             .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .status()
-            .map_err(|e| Failure {
-                step: "TEST",
-                message: format!("cannot run {}: {e}", cargo.display()),
-            })?;
+            .running("TEST", cargo.display())?;
         if !status.success() {
             return fail("TEST", "harness tests failed; their output is above");
         }
@@ -41,19 +38,19 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
     }
     build(project, cache)?;
     if paths.is_empty() {
-        crate::style::rustfmt(cache)?;
-        crate::style::tidy(project, cache)?;
-        crate::series::record(project, cache)?;
+        super::style::rustfmt(cache)?;
+        super::style::tidy(project, cache)?;
+        super::series::record(project, cache)?;
         let timer = Timer::start("TEST", "our tools' own tests (cargo test, offline)");
         test_manifest_tool(project, cache)?;
         test_cargo_offload(project, cache)?;
         timer.done();
         fuzz_run(project, cache, 1, 0, SHORT_FUZZ_COUNT)?;
-        crate::outside::check(project, cache)?;
+        super::outside::check(project, cache)?;
         // The dist toolchain, installed and used as a user without root.
-        crate::dist_check::check(project, cache)?;
+        super::dist_check::check(project, cache)?;
         // The GPU check's bundle builds, and its script runs here with every row "did not run".
-        crate::gpu_check::check_without_gpu(project, cache)?;
+        super::gpu_check::check_without_gpu(project, cache)?;
     }
     let mut suites: Vec<String> = paths.to_vec();
     if suites.is_empty() {
@@ -75,22 +72,17 @@ pub fn test(project: &Path, cache: &Cache, paths: &[String]) -> Result<()> {
     drop(replacing);
     let output = tested?;
     let expected = crate::test_outcomes::expected_tests(&cache.tree(), &suites);
-    match crate::test_outcomes::check(&output, &expected) {
-        Ok(passed) => say(
-            "TEST",
-            format!(
-                "{passed} tests passed, none ignored; all {} expected tests ran",
-                expected.len()
-            ),
-        ),
-        Err(message) => return fail("TEST", message),
-    }
+    let passed = crate::test_outcomes::check(&output, &expected)?;
+    say(
+        "TEST",
+        format!("{passed} tests passed, none ignored; all {} expected tests ran", expected.len()),
+    );
     timer.done();
     if paths.is_empty() {
         // Each prefix of the patch series builds; prefixes checked before are skipped, so this
         // costs time only after a patch changed (about ten minutes for the whole series).
         let timer = Timer::start("SERIES", "x.py check of each prefix of the patch series");
-        crate::series::check_prefixes(project, cache, None)?;
+        super::series::check_prefixes(project, cache, None)?;
         timer.done();
     }
     Ok(())

@@ -1,4 +1,5 @@
-//! `./x.py prepare` and the `[CHECK]` of the machine that every verb starts with.
+//! The prepare stage (`./x.py prepare`) and the `[CHECK]` of the machine that every verb
+//! starts with.
 
 use std::fs;
 use std::path::Path;
@@ -8,7 +9,7 @@ use crate::cache::{Cache, stage0_toolchain};
 use crate::materialize;
 use crate::pins::{HOST, STAGE0_TOOLCHAIN};
 use crate::project::bootstrap_toml;
-use crate::ui::{Failure, Result, fail, say};
+use crate::ui::{Context, Result, fail, say};
 use crate::{fetch, sysroot, upstream};
 
 /// Disk space a cold setup needs (sysroot 2 GB, tree 2 GB, build ~20 GB), in KiB.
@@ -29,13 +30,9 @@ pub fn check_machine(cache: &Cache) -> Result<()> {
             ),
         );
     }
-    fs::create_dir_all(&cache.root).map_err(|e| Failure {
-        step: "CHECK",
-        message: format!(
-            "cannot create the cache {}: {e}; set OFFLOAD_FORK_CACHE to a writable folder",
-            cache.root.display()
-        ),
-    })?;
+    fs::create_dir_all(&cache.root)
+        .context("CHECK", || format!("cannot create the cache {}", cache.root.display()))
+        .map_err(|f| f.advise("set OFFLOAD_FORK_CACHE to a writable folder"))?;
     let need = if cache.build().join(HOST).join("stage1/bin/rustc").exists() {
         WARM_DISK_KIB
     } else {

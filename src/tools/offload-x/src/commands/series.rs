@@ -29,7 +29,7 @@ use crate::cache::Cache;
 use crate::materialize::{self, Drift, Patch};
 use crate::project::bootstrap_toml;
 use crate::sysroot::Enter;
-use crate::ui::{Failure, Result, fail, run_captured, say};
+use crate::ui::{Context, Result, fail, run_captured, say};
 use crate::upstream::{BASE_BRANCH, git};
 
 const STEP: &str = "SERIES";
@@ -40,6 +40,25 @@ const CHECK_SCHEME: u32 = 1;
 
 /// The branch of the tree's git directory that holds the series, one commit per patch.
 pub const SERIES_BRANCH: &str = "offload-series";
+
+/// What `./x.py series` does.
+#[derive(Debug, PartialEq)]
+pub enum Series {
+    /// `series`: record the series as commits (every patch must apply), [`record`].
+    Apply,
+    /// `series --check [--from NNNN]`: check that each prefix builds, from the patch named
+    /// `from` on ([`check_prefixes`]).
+    Check { from: Option<String> },
+}
+
+/// `./x.py series`: the tree prepared ([`crate::stages::prepare`]), then `series`.
+pub fn run(project: &Path, cache: &Cache, series: &Series) -> Result<()> {
+    crate::stages::prepare(project, cache)?;
+    match series {
+        Series::Apply => record(project, cache),
+        Series::Check { from } => check_prefixes(project, cache, from.as_deref()),
+    }
+}
 
 /// One patch of the series as a commit.
 #[derive(Debug)]
@@ -95,9 +114,7 @@ pub fn build(project: &Path, cache: &Cache) -> Result<Vec<SeriesCommit>> {
     for patch in &patches {
         let mut apply = with_index();
         apply.args(["apply", "--cached", "--whitespace=nowarn"]).arg(absolute(&patch.path));
-        let applied = apply
-            .output()
-            .map_err(|e| Failure { step: STEP, message: format!("cannot run git apply: {e}") })?;
+        let applied = apply.output().running(STEP, "git apply")?;
         if !applied.status.success() {
             let _ = fs::remove_file(&index);
             return fail(
@@ -207,10 +224,7 @@ pub fn check_prefixes(project: &Path, cache: &Cache, from: Option<&str>) -> Resu
         Some(name) => named_commit(&commits, name)?,
     };
     let tree = series_tree(cache);
-    fs::create_dir_all(&tree).map_err(|e| Failure {
-        step: STEP,
-        message: format!("cannot create {}: {e}", tree.display()),
-    })?;
+    fs::create_dir_all(&tree).creating(STEP, &tree)?;
     let config = series_config(project, cache)?;
     let mut passed = Passed::load(cache, &config);
     for commit in &commits[start..] {
@@ -301,10 +315,7 @@ fn check_out(cache: &Cache, tree: &Path, commit: &SeriesCommit, config: &str) ->
     run_captured(STEP, &mut checkout)?;
     let toml = tree.join("bootstrap.toml");
     if fs::read_to_string(&toml).ok().as_deref() != Some(config) {
-        fs::write(&toml, config).map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot write {}: {e}", toml.display()),
-        })?;
+        fs::write(&toml, config).writing(STEP, &toml)?;
     }
     Ok(())
 }
@@ -355,10 +366,7 @@ impl Passed {
     fn record(&mut self, commit: &SeriesCommit) -> Result<()> {
         self.text.push_str(&Passed::key(commit));
         self.text.push('\n');
-        fs::write(&self.path, &self.text).map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot write {}: {e}", self.path.display()),
-        })
+        fs::write(&self.path, &self.text).writing(STEP, &self.path)
     }
 }
 

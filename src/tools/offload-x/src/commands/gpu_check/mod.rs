@@ -39,7 +39,7 @@ use programs::{BUILDS, Build, ROWS, Workspace};
 
 use crate::cache::Cache;
 use crate::sysroot::Enter;
-use crate::ui::{Failure, Result, Timer, fail, say};
+use crate::ui::{Context, Result, Timer, fail, say};
 
 const STEP: &str = "GPU-CHECK";
 
@@ -52,11 +52,11 @@ const LIMIT_BYTES: u64 = 64 << 20;
 /// launched nothing, or a kernel did not run on the CPU device), or when the folder is over
 /// 64 MiB.
 pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
-    crate::commands::build(project, cache)?;
+    crate::stages::build(project, cache)?;
     let out = project.join("gpu-check");
     let _ = fs::remove_dir_all(&out);
     let bundles = out.join("bundle");
-    fs::create_dir_all(&bundles).map_err(|e| io(&bundles, e))?;
+    fs::create_dir_all(&bundles).at(STEP, &bundles)?;
     let work = cache.job().join("gpu-check-work");
     let mut prepared: Vec<&str> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
@@ -74,13 +74,13 @@ pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
         }
     }
     let run_sh = out.join("run.sh");
-    fs::write(&run_sh, script::default_run_sh()).map_err(|e| io(&run_sh, e))?;
+    fs::write(&run_sh, script::default_run_sh()).at(STEP, &run_sh)?;
     record_references(&run_sh, &work, &bundles)?;
     compress(&out, &bundles)?;
     kernel_time(project, cache, &out)?;
 
     let total = folder_bytes(&out)?;
-    for entry in fs::read_dir(&out).map_err(|e| io(&out, e))?.flatten() {
+    for entry in fs::read_dir(&out).at(STEP, &out)?.flatten() {
         let bytes = folder_bytes(&entry.path())?;
         say(STEP, format!("  {:>10} bytes  {}", bytes, entry.file_name().to_string_lossy()));
     }
@@ -114,7 +114,7 @@ fn record_references(run_sh: &Path, work: &Path, bundles: &Path) -> Result<()> {
         .arg("--record")
         .env("GPU_CHECK_RESULTS", work.join("record-results"))
         .status()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run sh: {e}") })?;
+        .running(STEP, "sh")?;
     if !status.success() {
         return fail(STEP, "a run's reference could not be recorded; its output is above");
     }
@@ -139,11 +139,11 @@ fn compress(out: &Path, bundles: &Path) -> Result<()> {
         .env("XZ_OPT", "-9 -T2")
         .current_dir(out)
         .status()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run tar: {e}") })?;
+        .running(STEP, "tar")?;
     if !status.success() {
         return fail(STEP, "tar -cJf bundle.tar.xz failed");
     }
-    fs::remove_dir_all(bundles).map_err(|e| io(bundles, e))?;
+    fs::remove_dir_all(bundles).at(STEP, bundles)?;
     timer.done();
     Ok(())
 }
@@ -152,7 +152,7 @@ fn compress(out: &Path, bundles: &Path) -> Result<()> {
 /// builds the bundle ([`run`]), runs `sh gpu-check/run.sh` here (the results in the cache, so
 /// that `gpu-check/` stays as the device tool carries it) and fails unless it exits with status
 /// 3 and every row of its table says "did not run", with the CPU device's output and exit
-/// status the recorded ones ([`script::check_without_gpu`]).
+/// status the recorded ones ([`script::without_gpu_mismatch`]).
 pub fn check_without_gpu(project: &Path, cache: &Cache) -> Result<()> {
     let out = run(project, cache)?;
     let timer = Timer::start(STEP, "sh gpu-check/run.sh on this machine, without a GPU");
@@ -161,10 +161,10 @@ pub fn check_without_gpu(project: &Path, cache: &Cache) -> Result<()> {
         .arg(out.join("run.sh"))
         .env("GPU_CHECK_RESULTS", &results)
         .output()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run sh: {e}") })?;
+        .running(STEP, "sh")?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     print!("{stdout}");
-    if let Err(message) = script::check_without_gpu(&stdout, output.status.code(), ROWS) {
+    if let Some(message) = script::without_gpu_mismatch(&stdout, output.status.code(), ROWS) {
         return fail(
             STEP,
             format!(
@@ -189,9 +189,8 @@ fn prepare_workspace(project: &Path, dir: &Path, workspace: &Workspace) -> Resul
         Workspace::Copy { from, .. } => sync_dir(&project.join(from), dir, true),
         Workspace::DocFirstProgram => {
             let page = project.join("src/doc/cargo-offload.md");
-            let text = fs::read_to_string(&page).map_err(|e| io(&page, e))?;
-            let files = programs::first_program(&text)
-                .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", page.display()) })?;
+            let text = fs::read_to_string(&page).at(STEP, &page)?;
+            let files = programs::first_program(&text).at(STEP, &page)?;
             for (path, contents) in files {
                 write_if_changed(&dir.join(path), contents.as_bytes())?;
             }
@@ -202,7 +201,7 @@ fn prepare_workspace(project: &Path, dir: &Path, workspace: &Workspace) -> Resul
             let manifest = programs::package_manifest(package, "", "\n[workspace]\n");
             write_if_changed(&dir.join("Cargo.toml"), manifest.as_bytes())?;
             let source = project.join(main);
-            let text = fs::read(&source).map_err(|e| io(&source, e))?;
+            let text = fs::read(&source).at(STEP, &source)?;
             write_if_changed(&dir.join("src/main.rs"), &text)
         }
     }
@@ -212,9 +211,9 @@ fn prepare_workspace(project: &Path, dir: &Path, workspace: &Workspace) -> Resul
 /// removed, but for `to`'s own `target/` and `Cargo.lock` (at the `top`) and `from`'s
 /// `target/`, which is not copied.
 fn sync_dir(from: &Path, to: &Path, top: bool) -> Result<()> {
-    fs::create_dir_all(to).map_err(|e| io(to, e))?;
+    fs::create_dir_all(to).at(STEP, to)?;
     let mut names = Vec::new();
-    for entry in fs::read_dir(from).map_err(|e| io(from, e))?.flatten() {
+    for entry in fs::read_dir(from).at(STEP, from)?.flatten() {
         let name = entry.file_name();
         if top && name == "target" {
             continue;
@@ -223,19 +222,19 @@ fn sync_dir(from: &Path, to: &Path, top: bool) -> Result<()> {
         if path.is_dir() {
             sync_dir(&path, &to.join(&name), false)?;
         } else {
-            let bytes = fs::read(&path).map_err(|e| io(&path, e))?;
+            let bytes = fs::read(&path).at(STEP, &path)?;
             write_if_changed(&to.join(&name), &bytes)?;
         }
         names.push(name);
     }
-    for entry in fs::read_dir(to).map_err(|e| io(to, e))?.flatten() {
+    for entry in fs::read_dir(to).at(STEP, to)?.flatten() {
         let name = entry.file_name();
         let kept = top && (name == "target" || name == "Cargo.lock");
         if !kept && !names.contains(&name) {
             let path = entry.path();
             let removed =
                 if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
-            removed.map_err(|e| io(&path, e))?;
+            removed.at(STEP, &path)?;
         }
     }
     Ok(())
@@ -247,9 +246,9 @@ fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
         return Ok(());
     }
     if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+        fs::create_dir_all(parent).at(STEP, parent)?;
     }
-    fs::write(path, bytes).map_err(|e| io(path, e))
+    fs::write(path, bytes).at(STEP, path)
 }
 
 /// `cargo offload bundle --release --offload-arch=ARCHS SELECT --out OUT` in `ws`, with its
@@ -274,20 +273,19 @@ fn bundle(
         ),
     );
     let mut built = cargo_bundle(cache, ws, build, &all, out)?;
-    if let Err(first) = &built {
+    if !built.succeeded {
         let without: Vec<&str> = all.split(',').filter(|a| *a != amd).collect();
         let without = without.join(",");
+        let first = &built.stderr;
         let reason = first.lines().find(|l| l.starts_with("error")).unwrap_or("").to_string();
         say(STEP, format!("  it failed; again with --offload-arch={without}"));
         built = cargo_bundle(cache, ws, build, &without, out)?;
         notes.push(format!("{}: built without {amd}, which failed: {reason}", build.bundle));
     }
-    let stderr = match built {
-        Ok(stderr) => stderr,
-        Err(stderr) => {
-            return fail(STEP, format!("{}: cargo offload bundle failed:\n{stderr}", build.bundle));
-        }
-    };
+    let stderr = built.stderr;
+    if !built.succeeded {
+        return fail(STEP, format!("{}: cargo offload bundle failed:\n{stderr}", build.bundle));
+    }
     timer.done();
     for line in stderr.lines().filter(|l| l.starts_with("[cargo offload] bundle ")) {
         say(STEP, format!("  {line}"));
@@ -301,14 +299,21 @@ fn bundle(
     Ok(())
 }
 
-/// One `cargo offload bundle` for `archs`: its standard error, as the success or the failure.
+/// How one `cargo offload bundle` ended.
+struct Bundled {
+    succeeded: bool,
+    /// What it printed on its standard error: the bundle's lines, or why it failed.
+    stderr: String,
+}
+
+/// One `cargo offload bundle` for `archs`.
 fn cargo_bundle(
     cache: &Cache,
     ws: &Path,
     build: &Build,
     archs: &str,
     out: &Path,
-) -> Result<std::result::Result<String, String>> {
+) -> Result<Bundled> {
     let mut args: Vec<std::ffi::OsString> =
         ["offload", "bundle", "--release"].iter().map(Into::into).collect();
     args.push(format!("--offload-arch={archs}").into());
@@ -323,7 +328,7 @@ fn cargo_bundle(
     )?;
     let output = crate::sysroot::output(STEP, &mut cargo)?;
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    Ok(if output.status.success() { Ok(stderr) } else { Err(stderr) })
+    Ok(Bundled { succeeded: output.status.success(), stderr })
 }
 
 /// Replaces each plain file of a bundle's `lib/` under `root` (`root/*/lib/*`) by a hard link to
@@ -333,7 +338,7 @@ fn cargo_bundle(
 fn link_same_libraries(root: &Path) -> Result<u64> {
     use std::os::unix::fs::MetadataExt;
     let mut bundles: Vec<PathBuf> = fs::read_dir(root)
-        .map_err(|e| io(root, e))?
+        .at(STEP, root)?
         .flatten()
         .map(|e| e.path().join("lib"))
         .filter(|lib| lib.is_dir())
@@ -344,10 +349,10 @@ fn link_same_libraries(root: &Path) -> Result<u64> {
     let mut saved = 0;
     for lib in bundles {
         let mut files: Vec<PathBuf> =
-            fs::read_dir(&lib).map_err(|e| io(&lib, e))?.flatten().map(|e| e.path()).collect();
+            fs::read_dir(&lib).at(STEP, &lib)?.flatten().map(|e| e.path()).collect();
         files.sort();
         for file in files {
-            let meta = fs::symlink_metadata(&file).map_err(|e| io(&file, e))?;
+            let meta = fs::symlink_metadata(&file).at(STEP, &file)?;
             if !meta.is_file() {
                 continue;
             }
@@ -355,7 +360,7 @@ fn link_same_libraries(root: &Path) -> Result<u64> {
             let candidates = kept.entry(name).or_default();
             let mut linked = false;
             for candidate in candidates.iter() {
-                let other = fs::metadata(candidate).map_err(|e| io(candidate, e))?;
+                let other = fs::metadata(candidate).at(STEP, candidate)?;
                 if other.ino() == meta.ino() && other.dev() == meta.dev() {
                     linked = true;
                     break;
@@ -363,8 +368,8 @@ fn link_same_libraries(root: &Path) -> Result<u64> {
                 if other.len() == meta.len() && same_bytes(candidate, &file)? {
                     let link = file.with_extension("gpu-check-link");
                     let _ = fs::remove_file(&link);
-                    fs::hard_link(candidate, &link).map_err(|e| io(&link, e))?;
-                    fs::rename(&link, &file).map_err(|e| io(&file, e))?;
+                    fs::hard_link(candidate, &link).at(STEP, &link)?;
+                    fs::rename(&link, &file).at(STEP, &file)?;
                     saved += meta.len();
                     linked = true;
                     break;
@@ -380,12 +385,12 @@ fn link_same_libraries(root: &Path) -> Result<u64> {
 
 /// Whether the files `a` and `b` hold the same bytes (read in pieces: `libLLVM` is 150 MB).
 fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
-    let open = |p: &Path| fs::File::open(p).map_err(|e| io(p, e));
+    let open = |p: &Path| fs::File::open(p).at(STEP, p);
     let (mut fa, mut fb) = (open(a)?, open(b)?);
     let (mut ba, mut bb) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
     loop {
-        let na = read_full(&mut fa, &mut ba).map_err(|e| io(a, e))?;
-        let nb = read_full(&mut fb, &mut bb).map_err(|e| io(b, e))?;
+        let na = read_full(&mut fa, &mut ba).at(STEP, a)?;
+        let nb = read_full(&mut fb, &mut bb).at(STEP, b)?;
         if na != nb || ba[..na] != bb[..nb] {
             return Ok(false);
         }
@@ -414,7 +419,7 @@ fn recorded_kernels(reference: &Path) -> Result<usize> {
     for row in ROWS {
         for ext in ["out", "status", "kernels"] {
             let file = reference.join(format!("{}.{ext}", row.name));
-            let text = fs::read_to_string(&file).map_err(|e| io(&file, e))?;
+            let text = fs::read_to_string(&file).at(STEP, &file)?;
             if ext == "kernels" {
                 kernels += text.lines().count();
             }
@@ -425,12 +430,12 @@ fn recorded_kernels(reference: &Path) -> Result<usize> {
 
 /// The bytes of the plain files under `path` (a file's own size; links count as themselves).
 fn folder_bytes(path: &Path) -> Result<u64> {
-    let meta = fs::symlink_metadata(path).map_err(|e| io(path, e))?;
+    let meta = fs::symlink_metadata(path).at(STEP, path)?;
     if !meta.is_dir() {
         return Ok(meta.len());
     }
     let mut total = 0;
-    for entry in fs::read_dir(path).map_err(|e| io(path, e))?.flatten() {
+    for entry in fs::read_dir(path).at(STEP, path)?.flatten() {
         total += folder_bytes(&entry.path())?;
     }
     Ok(total)
@@ -461,10 +466,6 @@ fn kernel_time(project: &Path, cache: &Cache, bundle: &Path) -> Result<()> {
     }
     timer.done();
     Ok(())
-}
-
-fn io(path: &Path, e: std::io::Error) -> Failure {
-    Failure { step: STEP, message: format!("{}: {e}", path.display()) }
 }
 
 #[cfg(test)]

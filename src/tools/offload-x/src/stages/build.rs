@@ -1,5 +1,5 @@
-//! `./x.py build`: the stage-1 toolchain, the GPU and device sysroots, the vendors' tools and
-//! `cargo offload`.
+//! The build stage (`./x.py build`): the stage-1 toolchain, the GPU and device sysroots, the
+//! vendors' tools and `cargo offload`.
 
 use std::path::Path;
 
@@ -9,7 +9,7 @@ use crate::cache::{Cache, copy_dir, gpu_sysroot};
 use crate::pins::HOST;
 use crate::toolchain_lock::{ToolchainLock, Use};
 use crate::tools::install_cargo_offload;
-use crate::ui::{Failure, Result, Timer};
+use crate::ui::{Context, Result, Timer};
 
 /// `[BUILD]`: stage-1 compiler, host std, `core` and `alloc` for the GPU targets.
 ///
@@ -42,30 +42,24 @@ pub fn build(project: &Path, cache: &Cache) -> Result<()> {
 fn save_gpu_sysroot(cache: &Cache) -> Result<()> {
     for target in offload_targets::gpu_targets().map(|t| t.triple) {
         let rel = format!("lib/rustlib/{target}/lib");
-        copy_dir(&cache.stage1().join(&rel), &gpu_sysroot(cache).join(&rel)).map_err(|e| {
-            Failure {
-                step: "BUILD",
-                message: format!("cannot save the {target} libraries of the stage-1 sysroot: {e}"),
-            }
-        })?;
+        copy_dir(&cache.stage1().join(&rel), &gpu_sysroot(cache).join(&rel))
+            .context("BUILD", || {
+                format!("cannot save the {target} libraries of the stage-1 sysroot")
+            })?;
     }
     Ok(())
 }
 
 /// Puts the GPU targets' libraries back into the stage-1 sysroot after a bootstrap invocation
 /// that removed them, so that `./x.py rustc --target <gpu>` keeps working.
-pub(super) fn restore_gpu_sysroot(cache: &Cache) -> Result<()> {
+pub(crate) fn restore_gpu_sysroot(cache: &Cache) -> Result<()> {
     for target in offload_targets::gpu_targets().map(|t| t.triple) {
         let rel = format!("lib/rustlib/{target}/lib");
         if !cache.stage1().join(&rel).exists() {
-            copy_dir(&gpu_sysroot(cache).join(&rel), &cache.stage1().join(&rel)).map_err(|e| {
-                Failure {
-                    step: "TEST",
-                    message: format!(
-                        "cannot restore the {target} libraries of the stage-1 sysroot: {e}"
-                    ),
-                }
-            })?;
+            copy_dir(&gpu_sysroot(cache).join(&rel), &cache.stage1().join(&rel))
+                .context("TEST", || {
+                    format!("cannot restore the {target} libraries of the stage-1 sysroot")
+                })?;
         }
     }
     Ok(())

@@ -27,7 +27,7 @@ use offload_targets::{DeviceTarget, KernelSymbols, Role};
 
 use crate::cache::Cache;
 use crate::sysroot::Enter;
-use crate::ui::{Failure, Result, Timer, fail, say};
+use crate::ui::{Context, Result, Timer, fail, say};
 
 const STEP: &str = "JOB";
 
@@ -81,17 +81,11 @@ pub fn inspect_image(cache: &Cache, image: &Path) -> Result<ImageReport> {
 pub fn inspect_image_for(cache: &Cache, image: &Path, target: &str) -> Result<ImageReport> {
     let dir = image.parent().unwrap().to_path_buf();
     let image_bytes = fs::metadata(image)
-        .map_err(|e| Failure {
-            step: STEP,
-            message: format!("no device image at {}: {e}", image.display()),
-        })?
+        .context(STEP, || format!("no device image at {}", image.display()))?
         .len();
     // Extracted into the cache, never beside the user's image.
     let scratch = cache.job().join("inspect");
-    fs::create_dir_all(&scratch).map_err(|e| Failure {
-        step: STEP,
-        message: format!("cannot create {}: {e}", scratch.display()),
-    })?;
+    fs::create_dir_all(&scratch).creating(STEP, &scratch)?;
     let bc = scratch.join("image-device.bc");
     let _ = fs::remove_file(&bc);
     run_in(
@@ -210,10 +204,7 @@ pub fn run_pipeline(project: &Path, cache: &Cache, pipeline: Pipeline) -> Result
     let (device, host) = (out.join("device"), out.join("host"));
     for dir in [&device, &host] {
         let _ = fs::remove_dir_all(dir);
-        fs::create_dir_all(dir).map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot create {}: {e}", dir.display()),
-        })?;
+        fs::create_dir_all(dir).creating(STEP, dir)?;
     }
     let common = |dir: &Path| -> Vec<String> {
         vec![
@@ -281,7 +272,7 @@ pub fn run_pipeline(project: &Path, cache: &Cache, pipeline: Pipeline) -> Result
 
 /// `./x.py job`: builds what is missing, runs the example through both pipelines, reports.
 pub fn run(project: &Path, cache: &Cache) -> Result<()> {
-    crate::commands::build(project, cache)?;
+    crate::stages::build(project, cache)?;
     let base = run_pipeline(project, cache, Pipeline::Base)?;
     let ours = run_pipeline(project, cache, Pipeline::Manifest)?;
     if let Some(manifest) = &ours.manifest {

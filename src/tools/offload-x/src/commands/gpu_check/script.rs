@@ -1,5 +1,5 @@
 //! `run.sh` of `./x.py gpu-check` ([`run_sh`]), and what reads its table ([`parse_table`],
-//! [`check_without_gpu`]).
+//! [`without_gpu_mismatch`]).
 //!
 //! The script is POSIX `sh` (no `bash`), so that it runs on any Linux machine that a bundle runs
 //! on. Each row of its table is one run of a bundled program with `OFFLOAD_REPORT=1`: the
@@ -42,7 +42,8 @@ pub const SAME_ON_CPU: &str = "its output and exit status are the reference's";
 
 /// The part of `run.sh` before its rows. `@...@` names are filled in by [`run_sh`].
 const HEAD: &str = r#"#!/bin/sh
-# gpu-check (`./x.py gpu-check`; src/tools/offload-x/src/gpu_check/script.rs writes this file):
+# gpu-check (`./x.py gpu-check`; src/tools/offload-x/src/commands/gpu_check/script.rs writes this
+# file):
 # runs the offload programs of bundle.tar.xz on this machine's NVIDIA GPU, and compares each run
 # with what the same run printed on the CPU device of the machine that built the bundle
 # (bundle/reference/, written there by `sh run.sh --record`). Every program holds images for
@@ -421,13 +422,13 @@ pub fn parse_table(stdout: &str) -> Vec<TableRow> {
 /// [`NOTHING_RAN`], a row for each of `rows` in order, each "did not run", and each saying that
 /// the CPU device ran every kernel of the run with the reference's output and exit status (the
 /// bundle works on this machine, and the comparison finds no difference where there is none).
-/// The error says which row did not.
-pub fn check_without_gpu(stdout: &str, status: Option<i32>, rows: &[Row]) -> Result<(), String> {
+/// `None` when it did, or what did not (which row, say).
+pub fn without_gpu_mismatch(stdout: &str, status: Option<i32>, rows: &[Row]) -> Option<String> {
     let table = parse_table(stdout);
     let names: Vec<&str> = table.iter().map(|r| r.program.as_str()).collect();
     let expected: Vec<&str> = rows.iter().map(|r| r.name).collect();
     if names != expected {
-        return Err(format!("run.sh printed the rows {names:?}, not {expected:?}"));
+        return Some(format!("run.sh printed the rows {names:?}, not {expected:?}"));
     }
     for row in &table {
         let (on_gpu, launched) = row.kernels.split_once('/').unwrap_or(("?", "?"));
@@ -437,16 +438,16 @@ pub fn check_without_gpu(stdout: &str, status: Option<i32>, rows: &[Row]) -> Res
             || !row.reason.starts_with(&all_on_cpu)
             || !row.reason.ends_with(SAME_ON_CPU)
         {
-            return Err(format!(
+            return Some(format!(
                 "row {}: {} ({} kernels): {}",
                 row.program, row.verdict, row.kernels, row.reason
             ));
         }
     }
     if status != Some(NOTHING_RAN) {
-        return Err(format!("run.sh exited with {status:?}, not {NOTHING_RAN}"));
+        return Some(format!("run.sh exited with {status:?}, not {NOTHING_RAN}"));
     }
-    Ok(())
+    None
 }
 
 #[cfg(test)]
@@ -722,7 +723,7 @@ mod tests {
         assert!(table[2].reason.contains("timed out after 1 s"), "{out}");
         assert_eq!(status, Some(NOTHING_RAN), "{out}");
         assert!(out.contains("gpu-check: nothing ran on the GPU"));
-        assert!(check_without_gpu(&out, status, &rows).unwrap_err().contains(rows[1].name));
+        assert!(without_gpu_mismatch(&out, status, &rows).unwrap().contains(rows[1].name));
         // Two rows that ran on the CPU device as recorded: what `./x.py test` asserts.
         let fake = Fake::new("no-gpu-ok", &rows[..2], &[&cpu, &cpu]);
         for row in &rows[..2] {
@@ -730,8 +731,8 @@ mod tests {
             fake.reference(row.name, &format!("x: {arg}\n"), "k1\n", 0);
         }
         let (out, status) = fake.sh(&[], &[]);
-        check_without_gpu(&out, status, &rows[..2]).unwrap();
-        assert!(check_without_gpu(&out, status, &rows).is_err());
+        assert_eq!(without_gpu_mismatch(&out, status, &rows[..2]), None);
+        assert!(without_gpu_mismatch(&out, status, &rows).is_some());
     }
 
     #[test]
@@ -751,7 +752,7 @@ mod tests {
         // Checked against its own references, on the same device: each row did not run on the
         // GPU, and matched.
         let (out, status) = fake.sh(&[], &[]);
-        check_without_gpu(&out, status, &rows).unwrap();
+        assert_eq!(without_gpu_mismatch(&out, status, &rows), None);
         // A run that fails, or that the GPU ran, is no reference.
         let failing = format!("{CPU}\nexit 4");
         let fake = Fake::new("record-fails", &rows, &[&failing, &format!("{SM90}\necho 'x'")]);

@@ -1,7 +1,7 @@
 //! `[DIST]` of `./x.py test`: the dist toolchain, installed as a user without root installs
 //! it, outside the sysroot.
 //!
-//! The tarball of `./x.py dist` (built once per toolchain, [`crate::dist::ensure`]) is unpacked
+//! The tarball of `./x.py dist` (built once per toolchain, [`super::dist::ensure`]) is unpacked
 //! by the unprivileged user `nobody` (uid 65534; run without root, `./x.py` runs it as its own
 //! user) into a new folder (created by this check; one that exists already is an error, not
 //! reused), linked with rustup into
@@ -33,9 +33,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::dist::{copy, copy_tree};
 use crate::cache::Cache;
-use crate::dist::{copy, copy_tree};
-use crate::ui::{Result, Timer, fail, say};
+use crate::ui::{Context, Result, Timer, fail, say};
 
 const STEP: &str = "DIST";
 
@@ -71,7 +71,7 @@ const STEPS: [(&str, &str); 7] = [
 
 /// Runs the check (see the module's documentation).
 pub fn check(project: &Path, cache: &Cache) -> Result<()> {
-    let tarball = crate::dist::ensure(project, cache)?;
+    let tarball = super::dist::ensure(project, cache)?;
     let timer = Timer::start(STEP, "the dist toolchain as a user without root: cargo +offload");
     let work = new_folder()?;
     // The unpacked toolchain (1.1 GB) goes whether the check passes or not: a failure's
@@ -85,58 +85,16 @@ pub fn check(project: &Path, cache: &Cache) -> Result<()> {
 
 /// The check in `work` (a new folder) with `tarball`.
 fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
-    let work = work.to_path_buf();
-    let rustup = home_rustup()?;
-    fs::create_dir_all(work.join("bin")).map_err(|e| io(&work, e))?;
-    copy(&rustup, &work.join("bin/rustup"))?;
-    for proxy in ["cargo", "rustc"] {
-        std::os::unix::fs::symlink("rustup", work.join("bin").join(proxy))
-            .map_err(|e| io(&work, e))?;
-    }
-    copy(tarball, &work.join("toolchain.tar.xz"))?;
-    copy_tree(&project.join("src/tools/offload-x/dist-check"), &work.join("ws"))?;
-    let mut script = String::from(
-        "T=$(pwd -P)\ntar -xJf toolchain.tar.xz || exit 1\n\
-         rustup toolchain link offload \"$T/rust-offload\" > link.out 2> link.err || exit 1\n",
-    );
-    for (name, command) in STEPS {
-        script.push_str(&format!(
-            "(cd \"$T/ws\" && {command}) > \"$T/{name}.out\" 2> \"$T/{name}.err\"\n\
-             echo $? > \"$T/{name}.status\"\n"
-        ));
-    }
-    fs::write(work.join("check.sh"), script).map_err(|e| io(&work, e))?;
+    lay_out(project, tarball, work)?;
     // Without root there is no other user to become: the check runs as this user, who (unlike
     // `nobody`) can read the build cache, so it no longer shows that the toolchain needs none
     // of the sysroot's files; the traced calls are checked the same.
     let privileged = crate::sysroot::privileged();
     let who = if privileged { format!("uid {NOBODY}") } else { "this user".to_string() };
     if privileged {
-        shell(&format!("chown -R {NOBODY}:{NOBODY} {}", quote(&work)))?;
+        shell(&format!("chown -R {NOBODY}:{NOBODY} {}", quote(work)))?;
     }
-    let trace = work.join("strace.log");
-    let path = format!("{}:/usr/bin:/bin", work.join("bin").display());
-    let mut strace = Command::new("strace");
-    strace
-        .args(["-f", "-qq", "-e", "signal=none", "-e", &format!("trace={FORBIDDEN},{CLONES}")])
-        .arg("-o")
-        .arg(&trace);
-    if privileged {
-        strace.args(["setpriv", &format!("--reuid={NOBODY}"), &format!("--regid={NOBODY}")]);
-        strace.arg("--clear-groups");
-    }
-    let status = strace
-        .args(["env", "-i"])
-        .arg(format!("HOME={}", work.display()))
-        .arg(format!("RUSTUP_HOME={}", work.join(".rustup").display()))
-        .arg(format!("CARGO_HOME={}", work.join(".cargo").display()))
-        .arg(format!("PATH={path}"))
-        .args(["sh", "-c", "cd \"$HOME\" && sh ./check.sh"])
-        .status()
-        .map_err(|e| crate::ui::Failure {
-            step: STEP,
-            message: format!("cannot start strace (`apt install strace`): {e}"),
-        })?;
+    let status = run_traced(work, privileged)?;
     let read = |name: &str| fs::read_to_string(work.join(name)).unwrap_or_default();
     if !status.success() {
         return fail(
@@ -151,6 +109,70 @@ fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
     if !calls.is_empty() {
         return fail(STEP, format!("the toolchain made calls it must not:\n{}", calls.join("\n")));
     }
+    check_steps(work, &who)?;
+    let program = work.join("ws/target/offload/host/x86_64-unknown-linux-gnu/release/app");
+    check_loader(&program, &work.join("rust-offload"))?;
+    say(STEP, format!("as {who}: {}", read("rustc.out").lines().next().unwrap_or("")));
+    say(STEP, format!("no {FORBIDDEN} call, no clone into a new namespace (strace -f)"));
+    Ok(())
+}
+
+/// Puts into `work` what the check's user needs: `bin/` with rustup and its `cargo` and `rustc`
+/// proxies, `tarball` as `toolchain.tar.xz`, the workspace `dist-check` as `ws/`, and
+/// `check.sh`, which unpacks and links the toolchain and runs each of [`STEPS`] in `ws/`,
+/// writing `NAME.out`, `NAME.err` and `NAME.status` beside itself.
+fn lay_out(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
+    let rustup = home_rustup()?;
+    fs::create_dir_all(work.join("bin")).at(STEP, work)?;
+    copy(&rustup, &work.join("bin/rustup"))?;
+    for proxy in ["cargo", "rustc"] {
+        std::os::unix::fs::symlink("rustup", work.join("bin").join(proxy)).at(STEP, work)?;
+    }
+    copy(tarball, &work.join("toolchain.tar.xz"))?;
+    copy_tree(&project.join("src/tools/offload-x/dist-check"), &work.join("ws"))?;
+    let mut script = String::from(
+        "T=$(pwd -P)\ntar -xJf toolchain.tar.xz || exit 1\n\
+         rustup toolchain link offload \"$T/rust-offload\" > link.out 2> link.err || exit 1\n",
+    );
+    for (name, command) in STEPS {
+        script.push_str(&format!(
+            "(cd \"$T/ws\" && {command}) > \"$T/{name}.out\" 2> \"$T/{name}.err\"\n\
+             echo $? > \"$T/{name}.status\"\n"
+        ));
+    }
+    fs::write(work.join("check.sh"), script).at(STEP, work)
+}
+
+/// Runs `work`'s `check.sh` under `strace -f` (its log: `work/strace.log`), as `nobody` when
+/// `privileged`, with an environment of only `HOME` (`work`), `RUSTUP_HOME`, `CARGO_HOME` and a
+/// `PATH` that starts with `work/bin`; the script's exit status.
+fn run_traced(work: &Path, privileged: bool) -> Result<std::process::ExitStatus> {
+    let trace = work.join("strace.log");
+    let path = format!("{}:/usr/bin:/bin", work.join("bin").display());
+    let mut strace = Command::new("strace");
+    strace
+        .args(["-f", "-qq", "-e", "signal=none", "-e", &format!("trace={FORBIDDEN},{CLONES}")])
+        .arg("-o")
+        .arg(&trace);
+    if privileged {
+        strace.args(["setpriv", &format!("--reuid={NOBODY}"), &format!("--regid={NOBODY}")]);
+        strace.arg("--clear-groups");
+    }
+    strace
+        .args(["env", "-i"])
+        .arg(format!("HOME={}", work.display()))
+        .arg(format!("RUSTUP_HOME={}", work.join(".rustup").display()))
+        .arg(format!("CARGO_HOME={}", work.join(".cargo").display()))
+        .arg(format!("PATH={path}"))
+        .args(["sh", "-c", "cd \"$HOME\" && sh ./check.sh"])
+        .status()
+        .context(STEP, || "cannot start strace (`apt install strace`)".into())
+}
+
+/// Fails, naming the step, its output and the user `who` ran it as, unless each of [`STEPS`]
+/// that `check.sh` ran in `work` ended as it must and printed what it must.
+fn check_steps(work: &Path, who: &str) -> Result<()> {
+    let read = |name: &str| fs::read_to_string(work.join(name)).unwrap_or_default();
     // Each step's name, whether it must succeed, and what it must print.
     let expected: [(&str, bool, &[&str]); 7] = [
         ("rustc", true, &["rustc 1.95.0", "host: x86_64-unknown-linux-gnu"]),
@@ -182,10 +204,6 @@ fn check_in(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
             );
         }
     }
-    let program = work.join("ws/target/offload/host/x86_64-unknown-linux-gnu/release/app");
-    check_loader(&program, &work.join("rust-offload"))?;
-    say(STEP, format!("as {who}: {}", read("rustc.out").lines().next().unwrap_or("")));
-    say(STEP, format!("no {FORBIDDEN} call, no clone into a new namespace (strace -f)"));
     Ok(())
 }
 
@@ -197,7 +215,7 @@ fn new_folder() -> Result<PathBuf> {
         .map_or(0, |d| d.as_nanos());
     let work =
         std::env::temp_dir().join(format!("offload-dist-check-{}-{nanos}", std::process::id()));
-    fs::create_dir(&work).map_err(|e| io(&work, e))?;
+    fs::create_dir(&work).at(STEP, &work)?;
     Ok(work)
 }
 
@@ -220,12 +238,12 @@ fn forbidden_calls(log: &str) -> Vec<String> {
 /// lie in `toolchain` (the unpacked folder), as `readelf` shows them: a program that the
 /// toolchain links starts with the toolchain's loader and C library on every machine.
 fn check_loader(program: &Path, toolchain: &Path) -> Result<()> {
-    let toolchain = toolchain.canonicalize().map_err(|e| io(toolchain, e))?;
+    let toolchain = toolchain.canonicalize().at(STEP, toolchain)?;
     let out = Command::new("readelf")
         .args(["--program-headers", "--dynamic", "--wide"])
         .arg(program)
         .output()
-        .map_err(|e| io(program, e))?;
+        .at(STEP, program)?;
     let text = String::from_utf8_lossy(&out.stdout);
     let interpreter = text
         .lines()
@@ -276,11 +294,6 @@ fn shell(command: &str) -> Result<()> {
 /// `path` quoted for `sh`.
 fn quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
-}
-
-/// A failure that names `path`.
-fn io(path: &Path, e: std::io::Error) -> crate::ui::Failure {
-    crate::ui::Failure { step: STEP, message: format!("{}: {e}", path.display()) }
 }
 
 #[cfg(test)]

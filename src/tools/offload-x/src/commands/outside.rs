@@ -24,7 +24,7 @@ use std::process::{Command, Output};
 
 use crate::cache::Cache;
 use crate::toolchain::{cargo_with_plan, run_plan};
-use crate::ui::{Failure, Result, Timer, fail, say};
+use crate::ui::{Context, Result, Timer, fail, say};
 
 const STEP: &str = "OUTSIDE";
 
@@ -53,8 +53,7 @@ fn x_cargo(cache: &Cache, ws: &Path, args: &[&str], env: &[(&str, &str)]) -> Res
     for (key, value) in env {
         run.env(key, value);
     }
-    run.output()
-        .map_err(|e| Failure { step: STEP, message: format!("cargo-offload --run-plan: {e}") })
+    run.output().context(STEP, || "cargo-offload --run-plan".into())
 }
 
 /// Fails unless `output` exited with `status` and its stdout holds every line of `stdout` and
@@ -84,7 +83,13 @@ fn expect(
     Ok(())
 }
 
-/// Runs the checks (see the module's documentation).
+/// `./x.py outside`: the toolchain built ([`crate::stages::build`]), then [`check`].
+pub fn run(project: &Path, cache: &Cache) -> Result<()> {
+    crate::stages::build(project, cache)?;
+    check(project, cache)
+}
+
+/// Runs the checks (see the module's documentation) with the toolchain that is built.
 pub fn check(project: &Path, cache: &Cache) -> Result<()> {
     let timer = Timer::start(STEP, "programs outside the sysroot: cargo offload run, bundles");
     let machine = Machine::identify(cache)?;
@@ -138,8 +143,8 @@ impl Machine {
 /// goes but for its target folder (so that cargo rebuilds only what changed); its path.
 fn copy_workspace(project: &Path, work: &Path) -> Result<PathBuf> {
     let ws = work.join("ws");
-    fs::create_dir_all(&ws).map_err(|e| io(&ws, e))?;
-    for entry in fs::read_dir(&ws).map_err(|e| io(&ws, e))?.flatten() {
+    fs::create_dir_all(&ws).at(STEP, &ws)?;
+    for entry in fs::read_dir(&ws).at(STEP, &ws)?.flatten() {
         if entry.file_name() != "target" {
             let path = entry.path();
             let _ = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
@@ -186,15 +191,12 @@ fn start_bare(fresh: &Path, program: &Path, args: &[&str], report: bool) -> Resu
     if report {
         cmd.env("OFFLOAD_REPORT", "1");
     }
-    cmd.output().map_err(|e| Failure { step: STEP, message: format!("{}: {e}", program.display()) })
+    cmd.output().at(STEP, program)
 }
 
 /// The first line that `program` with `args` prints.
 fn first_line(program: &Path, args: &[&OsStr]) -> Result<String> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", program.display()) })?;
+    let output = Command::new(program).args(args).output().at(STEP, program)?;
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     Ok(text.lines().next().unwrap_or("?").to_string())
 }
@@ -213,7 +215,7 @@ fn check_bundle(cache: &Cache, ws: &Path, work: &Path, machine: &Machine) -> Res
     let fresh = Fresh(std::env::temp_dir().join(format!("offload-outside-{}", std::process::id())));
     let fresh = &fresh.0;
     let _ = fs::remove_dir_all(fresh);
-    fs::create_dir_all(fresh.join("empty")).map_err(|e| io(fresh, e))?;
+    fs::create_dir_all(fresh.join("empty")).at(STEP, fresh)?;
     shell(&format!("cp -a {} {}", quote(&bundle), quote(&fresh.join("bundle"))))?;
     let app = fresh.join("bundle/app");
     let output = start_bare(fresh, &app, &["2000", "5"], false)?;
@@ -233,7 +235,7 @@ fn check_bundle(cache: &Cache, ws: &Path, work: &Path, machine: &Machine) -> Res
         .args(["--library-path".as_ref(), lib.as_os_str(), "--list".as_ref()])
         .arg(fresh.join("bundle/bin/app"))
         .output()
-        .map_err(|e| io(&loader, e))?;
+        .at(STEP, &loader)?;
     let list = String::from_utf8_lossy(&list.stdout).into_owned();
     let resolved: Vec<&str> = list.lines().filter_map(|l| l.split(" => ").nth(1)).collect();
     if resolved.len() < 5 || resolved.iter().any(|path| !Path::new(path).starts_with(&lib)) {
@@ -255,7 +257,7 @@ fn check_gpu_only_bundle(cache: &Cache, ws: &Path, work: &Path) -> Result<()> {
     x_cargo(cache, ws, &[&args[..], &[gpu_only.to_str().unwrap()]].concat(), &[])?;
     let fresh = Fresh(std::env::temp_dir().join(format!("offload-sm90-{}", std::process::id())));
     let _ = fs::remove_dir_all(&fresh.0);
-    fs::create_dir_all(fresh.0.join("empty")).map_err(|e| io(&fresh.0, e))?;
+    fs::create_dir_all(fresh.0.join("empty")).at(STEP, &fresh.0)?;
     let output = start_bare(&fresh.0, &gpu_only.join("app"), &[], true)?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     let failed = stderr
@@ -289,15 +291,12 @@ impl Drop for Fresh {
 /// `DEV:INODE` of the folder `path`.
 fn root_identity(path: &Path) -> Result<String> {
     use std::os::unix::fs::MetadataExt;
-    let meta = fs::metadata(path).map_err(|e| io(path, e))?;
+    let meta = fs::metadata(path).at(STEP, path)?;
     Ok(format!("{}:{}", meta.dev(), meta.ino()))
 }
 
 fn shell(script: &str) -> Result<()> {
-    let status = Command::new("sh")
-        .args(["-c", script])
-        .status()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run sh: {e}") })?;
+    let status = Command::new("sh").args(["-c", script]).status().running(STEP, "sh")?;
     if !status.success() {
         return fail(STEP, format!("`{script}` failed"));
     }
@@ -306,10 +305,6 @@ fn shell(script: &str) -> Result<()> {
 
 fn quote(path: &Path) -> String {
     crate::sysroot::shell_quote(&path.to_string_lossy())
-}
-
-fn io(path: &Path, e: std::io::Error) -> Failure {
-    Failure { step: STEP, message: format!("{}: {e}", path.display()) }
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ use std::process::Command;
 use crate::cache::{Cache, device_sysroot, gpu_sysroot, offload_tools_bin, stage0_toolchain};
 use crate::pins::{HOST, SYSROOT_LLVM_BIN};
 use crate::toolchain_lock::{ToolchainLock, Use};
-use crate::ui::{Failure, Result, Timer, fail, run_captured, say};
+use crate::ui::{Context, Result, Timer, fail, run_captured, say};
 
 const STEP: &str = "DIST";
 
@@ -110,11 +110,11 @@ const LINK_SCRIPTS: [(&str, &str); 3] = [
 pub fn run(project: &Path, cache: &Cache) -> Result<PathBuf> {
     let built = ensure(project, cache)?;
     let out = project.join("dist");
-    fs::create_dir_all(&out).map_err(io_failure(&out))?;
+    fs::create_dir_all(&out).at(STEP, &out)?;
     let tarball = out.join(tarball_name());
     let partial = out.join(format!(".{}.partial", tarball_name()));
     copy(&built, &partial)?;
-    fs::rename(&partial, &tarball).map_err(io_failure(&tarball))?;
+    fs::rename(&partial, &tarball).at(STEP, &tarball)?;
     println!("[{STEP}] {} ({} MB)", tarball.display(), size(&tarball).div_ceil(1_000_000));
     println!("[{STEP}] to install it: tar -xJf {} -C DIR", tarball.display());
     println!("[{STEP}]                rustup toolchain link offload DIR/{FOLDER}");
@@ -132,7 +132,7 @@ fn tarball_name() -> String {
 /// rust-offload` (stripped of debug information) and its tarball beside it. Returns the
 /// tarball's path; prints its size.
 pub fn ensure(project: &Path, cache: &Cache) -> Result<PathBuf> {
-    crate::commands::build(project, cache)?;
+    crate::stages::build(project, cache)?;
     // Nothing of the toolchain may change while it is copied.
     let _copying = ToolchainLock::take(cache, STEP, Use::Run)?;
     let out = cache.root.join("dist");
@@ -404,7 +404,7 @@ fn libraries(cache: &Cache, elf: &Path) -> Result<Vec<(String, PathBuf)>> {
 
 /// The entries of `dir`.
 fn read_dir(dir: &Path) -> Result<Vec<fs::DirEntry>> {
-    let entries = fs::read_dir(dir).map_err(io_failure(dir))?;
+    let entries = fs::read_dir(dir).at(STEP, dir)?;
     Ok(entries.flatten().collect())
 }
 
@@ -412,9 +412,9 @@ fn read_dir(dir: &Path) -> Result<Vec<fs::DirEntry>> {
 /// permissions.
 pub(crate) fn copy(from: &Path, to: &Path) -> Result<()> {
     if let Some(parent) = to.parent() {
-        fs::create_dir_all(parent).map_err(io_failure(parent))?;
+        fs::create_dir_all(parent).at(STEP, parent)?;
     }
-    fs::copy(from, to).map_err(io_failure(from))?;
+    fs::copy(from, to).at(STEP, from)?;
     Ok(())
 }
 
@@ -434,17 +434,17 @@ pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<()> {
 /// Makes `link` a symbolic link to `target` (a name in the same folder).
 fn symlink(target: &str, link: &Path) -> Result<()> {
     let _ = fs::remove_file(link);
-    std::os::unix::fs::symlink(target, link).map_err(io_failure(link))
+    std::os::unix::fs::symlink(target, link).at(STEP, link)
 }
 
 /// Writes `text` to `path` with the permissions `mode`.
 fn write(path: &Path, text: &str, mode: u32) -> Result<()> {
     if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(io_failure(parent))?;
+        fs::create_dir_all(parent).at(STEP, parent)?;
     }
     fs::write(path, text)
         .and_then(|()| fs::set_permissions(path, fs::Permissions::from_mode(mode)))
-        .map_err(io_failure(path))
+        .at(STEP, path)
 }
 
 /// The bytes of the files under `dir`.
@@ -458,9 +458,4 @@ fn tree_size(dir: &Path) -> u64 {
             _ => 0,
         })
         .sum()
-}
-
-/// A failure of the step that names `path`.
-fn io_failure(path: &Path) -> impl FnOnce(std::io::Error) -> Failure + '_ {
-    move |e| Failure { step: STEP, message: format!("{}: {e}", path.display()) }
 }
