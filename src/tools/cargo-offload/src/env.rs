@@ -9,7 +9,7 @@
 /// kernels reach of `core` without building `core` for the project. `./x.py build` makes it;
 /// `./x.py cargo` sets this variable (unless its caller did). Unset, each device pass builds
 /// `core` from source (`--build-std`). Its `stamp` file is part of the compiler's identity
-/// ([`crate::util::forget_other_compilers_output`]).
+/// ([`crate::passes::forget_other_compilers_output`]).
 pub(crate) const DEVICE_SYSROOT: &str = "CARGO_OFFLOAD_DEVICE_SYSROOT";
 
 /// The folder of LLVM's tools (`llc`, `ld.lld`, `llvm-offload-binary`, `llvm-offload-wrapper`),

@@ -1,12 +1,9 @@
 //! What every part of `cargo offload` shares: its failures ([`Failure`]: one line and an exit
-//! status), writing files only when their content changed, and forgetting the output of
-//! another compiler build.
+//! status), and writing files only when their content changed.
 
 use std::fs;
 use std::path::Path;
 use std::process::Command;
-
-use offload_targets::identity::driver_identity;
 
 use crate::env;
 
@@ -92,54 +89,6 @@ pub(crate) fn copy_if_changed(from: &Path, to: &Path) -> Result<bool> {
     let bytes =
         fs::read(from).map_err(|e| Failure::new(format!("cannot read {}: {e}", from.display())))?;
     write_if_changed(to, &bytes)
-}
-
-/// Removes what `cargo offload` built with another compiler build. Builds of the fork share
-/// `rustc -vV` (the upstream version and commit), which is all that cargo's fingerprints see
-/// of the compiler, so cargo would keep rmeta files, manifests and images of an older build
-/// as fresh; the identity here adds the size and modification time of the compiler's driver
-/// library. Recorded in `<dir>/compiler`.
-pub(crate) fn forget_other_compilers_output(dir: &Path) -> Result<()> {
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let run = |args: &[&str]| {
-        Command::new(&rustc)
-            .args(args)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-    };
-    let version = run(&["-vV"]).map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
-    let sysroot =
-        run(&["--print", "sysroot"]).map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
-    let mut identity = version;
-    identity.push_str(&driver_identity(Path::new(sysroot.trim())).join("\n"));
-    // The device sysroot's `core` may be rebuilt while the compiler stays: cargo does not track
-    // sysroot libraries, so the device passes' outputs would still name the older one.
-    if let Some(sysroot) = std::env::var_os(env::DEVICE_SYSROOT) {
-        identity
-            .push_str(&fs::read_to_string(Path::new(&sysroot).join("stamp")).unwrap_or_default());
-    }
-    let record = dir.join("compiler");
-    // Without a record, whatever is there came from an unknown compiler.
-    let previous = fs::read_to_string(&record).ok();
-    if previous.as_deref() == Some(identity.as_str()) {
-        return Ok(());
-    }
-    if let Ok(entries) = fs::read_dir(dir) {
-        let entries: Vec<_> = entries.flatten().collect();
-        if !entries.is_empty() {
-            eprintln!(
-                "[cargo offload] the compiler changed since the last build: rebuilding all passes"
-            );
-        }
-        for entry in entries {
-            let path = entry.path();
-            let _ = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
-        }
-    }
-    fs::create_dir_all(dir)
-        .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
-    fs::write(&record, identity)
-        .map_err(|e| Failure::new(format!("cannot write {}: {e}", record.display())))
 }
 
 /// `s` as owned strings, as arguments arrive.
