@@ -1,7 +1,8 @@
 //! The crate that the device passes build ([`IMAGE_CRATE`]), generated under
 //! `<target dir>/offload/image` ([`write_image_crate`]), or the program that builds the images
-//! in its place ([`ImageBuilder`]). Which crates define each kernel is the module [`mod@kernel_crates`]'s
-//! part, and where each device pass takes its `core` from is [`mod@device_core`]'s.
+//! in its place ([`ImageBuilder`]). Which crates define each kernel is the part of the module
+//! [`mod@kernel_crates`], and where each device pass takes its `core` from that of
+//! [`mod@device_core`].
 
 mod device_core;
 mod kernel_crates;
