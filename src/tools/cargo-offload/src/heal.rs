@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::seal;
-use crate::util::{Failure, Result};
+use crate::util::{Context, Result};
 
 /// Removes the temporary files of killed builds from `dir` (`<target dir>/offload`): in
 /// `images`, its profile folders and `manifests`, every file whose name holds `.tmp` (LLVM's
@@ -97,9 +97,7 @@ pub(crate) fn forget_damaged_manifests(manifests: &Path, host: &Path) -> Result<
     let entries = match fs::read_dir(manifests) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => {
-            return Err(Failure::new(format!("cannot read {}: {e}", manifests.display())));
-        }
+        Err(e) => return Err(e).context_read(manifests),
     };
     let mut damaged = Vec::new();
     for entry in entries.flatten() {

@@ -21,7 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use crate::util::{Failure, Result, fail};
+use crate::util::{Context, Failure, Result, fail};
 
 /// What GCC's driver would link: its `-shared`, `-pie`, `-no-pie`, `-static` and
 /// `-static-pie`. GCC's driver on Debian builds position-independent executables by default.
@@ -168,8 +168,8 @@ fn response_file_args(text: &str) -> Vec<String> {
 
 /// The toolchain folder of this program (`<toolchain>/lib/offload/bin/cargo-offload`).
 fn offload_dir() -> Result<PathBuf> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::new(format!("cannot find the cargo-offload program: {e}")))?;
+    let exe =
+        std::env::current_exe().context(|| "cannot find the cargo-offload program".to_string())?;
     match exe.parent().and_then(Path::parent) {
         Some(dir) if dir.join("lib/ld-linux-x86-64.so.2").is_file() => Ok(dir.to_path_buf()),
         _ => fail(format!(
@@ -260,15 +260,12 @@ pub(crate) fn link(args: &[String]) -> ExitCode {
     let result = offload_dir().and_then(|dir| {
         let read = |path: &str| {
             std::fs::read_to_string(path)
-                .map_err(|e| Failure::new(format!("cannot read the response file {path}: {e}")))
+                .context(|| format!("cannot read the response file {path}"))
         };
         let lib = dir.join("lib");
         let ld = ld_args(args, &lib, &read)?;
         let lld = dir.join("llvm-bin/ld.lld");
-        Command::new(&lld)
-            .args(&ld)
-            .status()
-            .map_err(|e| Failure::new(format!("cannot run {}: {e}", lld.display())))
+        Command::new(&lld).args(&ld).status().context_run(lld.display())
     });
     match result {
         Ok(status) => ExitCode::from(status.code().map_or(1, |c| c.clamp(0, 255) as u8)),

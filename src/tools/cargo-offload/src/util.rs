@@ -1,6 +1,7 @@
 //! What every part of `cargo offload` shares: its failures ([`Failure`]: one line and an exit
 //! status), and writing files only when their content changed.
 
+use std::fmt::Display;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
@@ -36,6 +37,50 @@ impl From<offload_manifest_format::Error> for Failure {
 
 /// What may fail with a [`Failure`].
 pub(crate) type Result<T> = std::result::Result<T, Failure>;
+
+/// Makes the error of what failed (an I/O error, mostly) a [`Failure`] with exit status 1 whose
+/// line says what was done, then the error: `cannot read <path>: <error>`. Each message shape
+/// is written here once.
+pub(crate) trait Context<T>: Sized {
+    /// The failure `<what>: <error>`; `what` is made only on failure.
+    fn context(self, what: impl FnOnce() -> String) -> Result<T>;
+
+    /// The failure `cannot read <path>: <error>`.
+    fn context_read(self, path: impl AsRef<Path>) -> Result<T> {
+        self.context(|| format!("cannot read {}", path.as_ref().display()))
+    }
+
+    /// The failure `cannot write <path>: <error>`.
+    fn context_write(self, path: impl AsRef<Path>) -> Result<T> {
+        self.context(|| format!("cannot write {}", path.as_ref().display()))
+    }
+
+    /// The failure `cannot create <path>: <error>` (a folder, or a file made empty).
+    fn context_create(self, path: impl AsRef<Path>) -> Result<T> {
+        self.context(|| format!("cannot create {}", path.as_ref().display()))
+    }
+
+    /// The failure `cannot remove <path>: <error>`.
+    fn context_remove(self, path: impl AsRef<Path>) -> Result<T> {
+        self.context(|| format!("cannot remove {}", path.as_ref().display()))
+    }
+
+    /// The failure `cannot lock <path>: <error>`.
+    fn context_lock(self, path: impl AsRef<Path>) -> Result<T> {
+        self.context(|| format!("cannot lock {}", path.as_ref().display()))
+    }
+
+    /// The failure `cannot run <program>: <error>` (`program`: its name or path, as shown).
+    fn context_run(self, program: impl Display) -> Result<T> {
+        self.context(|| format!("cannot run {program}"))
+    }
+}
+
+impl<T, E: Display> Context<T> for std::result::Result<T, E> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| Failure::new(format!("{}: {e}", what())))
+    }
+}
 
 /// A [`Failure`] with exit status 1.
 pub(crate) fn fail<T>(message: impl Into<String>) -> Result<T> {
@@ -79,15 +124,13 @@ pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     if fs::read(path).ok().as_deref() == Some(bytes) {
         return Ok(false);
     }
-    fs::write(path, bytes)
-        .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display())))?;
+    fs::write(path, bytes).context_write(&path)?;
     Ok(true)
 }
 
 /// Copies `from` to `to` unless `to` holds its content already; returns whether it wrote.
 pub(crate) fn copy_if_changed(from: &Path, to: &Path) -> Result<bool> {
-    let bytes =
-        fs::read(from).map_err(|e| Failure::new(format!("cannot read {}: {e}", from.display())))?;
+    let bytes = fs::read(from).context_read(&from)?;
     write_if_changed(to, &bytes)
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::args::Arch;
 use crate::env;
-use crate::util::{Failure, Result, fail};
+use crate::util::{Result, fail};
 
 /// Where the `core` of a device pass comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,6 +72,7 @@ pub(crate) fn device_core(arch: &Arch, build_std: bool) -> Result<DeviceCore> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::Failure;
 
     #[test]
     fn device_core_comes_from_the_device_sysroot() {

@@ -4,7 +4,7 @@
 
 use offload_manifest_format::{GenericArg, Kernel, Manifest, Ty};
 
-use crate::util::{Failure, Result, fail};
+use crate::util::{Result, fail};
 use crate::workspace::{LibrarySource, Workspace};
 
 /// The crates that define `kernel`, an entry of `manifest`: libraries of the workspace or of its
@@ -152,7 +152,7 @@ mod tests {
 
     use super::super::tests::{kernel, manifest_of, scratch, with_dependencies, workspace};
     use super::*;
-    use crate::util::strings;
+    use crate::util::{Failure, strings};
 
     #[test]
     fn kernels_pick_the_crates_that_define_them() {

@@ -16,8 +16,8 @@ use serde_json::Value;
 
 pub(crate) use self::device_core::{DeviceCore, device_core, no_device_sysroot_note};
 use self::kernel_crates::kernel_crates;
-use crate::util::{Failure, Result, fail, write_if_changed};
-use crate::workspace::{LibrarySource, Program, Workspace, built_for, toml_string};
+use crate::util::{Context, Result, fail, write_if_changed};
+use crate::workspace::{Program, Workspace, built_for, toml_string};
 
 /// The crate that builds the device images: it depends on every library (of the workspace or of
 /// a path, registry or git dependency) that defines a launched kernel, and the merged manifest
@@ -86,8 +86,7 @@ pub(crate) fn image_builder(
         }
     }
     let image = dir.join("image");
-    fs::create_dir_all(&image)
-        .map_err(|e| Failure::new(format!("cannot create {}: {e}", image.display())))?;
+    fs::create_dir_all(&image).context_create(&image)?;
     let mut programs = programs.into_iter();
     let Some(krate) = programs.next() else {
         let wrote = write_image_crate(&image, ws, manifest, features, libraries.iter())?;
@@ -212,10 +211,7 @@ fn write_image_crate<'a>(
     if let Ok(lock) = fs::read(ws.root.join("Cargo.lock")) {
         let copied = image.join("Cargo.lock.workspace");
         if fs::read(&copied).ok() != Some(lock.clone()) || !image.join("Cargo.lock").is_file() {
-            let write = |path: PathBuf| {
-                fs::write(&path, &lock)
-                    .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display())))
-            };
+            let write = |path: PathBuf| fs::write(&path, &lock).context_write(&path);
             write(image.join("Cargo.lock"))?;
             write(copied)?;
             wrote = true;
@@ -270,8 +266,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::util::strings;
-    use crate::workspace::Library;
+    use crate::util::{Failure, strings};
+    use crate::workspace::{Library, LibrarySource};
 
     /// A manifest of crate `krate` with `graph` and `kernels`.
     pub(super) fn manifest_of(krate: &str, graph: &[&str], kernels: Vec<Kernel>) -> Manifest {

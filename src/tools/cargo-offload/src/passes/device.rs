@@ -17,7 +17,7 @@ use crate::image_crate::{
     DEVICE_CFG, DeviceCore, ImageBuilder, device_core, image_builder, no_device_sysroot_note,
 };
 use crate::registration::wrap_images;
-use crate::util::{Failure, Result, copy_if_changed, fail, stop_point};
+use crate::util::{Context, Result, copy_if_changed, fail, stop_point};
 use crate::vendor::{device_binary, name_kernels, runtime_lib_dir};
 use crate::workspace::{manifest_path_args, profile_args, source_args};
 use crate::wrapper::encode_target_flags;
@@ -303,9 +303,7 @@ impl<'a> Build<'a> {
             .unwrap_or_default();
         let kernels = &kernels;
         let profile_images = self.folders.profile_images();
-        fs::create_dir_all(&profile_images).map_err(|e| {
-            Failure::new(format!("cannot create {}: {e}", profile_images.display()))
-        })?;
+        fs::create_dir_all(&profile_images).context_create(&profile_images)?;
         Ok(std::thread::scope(|scope| {
             let threads: Vec<_> = batch
                 .archs
@@ -355,9 +353,7 @@ impl<'a> Build<'a> {
                 release,
             )?;
             let built = deps.parent().unwrap_or(deps).join(BUILT);
-            fs::File::create(&built)
-                .and_then(|f| f.set_modified(began))
-                .map_err(|e| Failure::new(format!("cannot write {}: {e}", built.display())))?;
+            fs::File::create(&built).and_then(|f| f.set_modified(began)).context_write(&built)?;
             Ok((binary, summary))
         })();
         match made {

@@ -20,7 +20,7 @@ use crate::args::Arch;
 use crate::env;
 use crate::image_crate::{IMAGE_CRATE, ImageBuilder};
 use crate::registration::{link_record, link_record_text};
-use crate::util::{Failure, Result};
+use crate::util::{Context, Result};
 use crate::workspace::{manifest_path_args, profile_args};
 
 /// Removes what `cargo offload` built with another compiler build. Builds of the fork share
@@ -36,9 +36,8 @@ pub(crate) fn forget_other_compilers_output(dir: &Path) -> Result<()> {
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
     };
-    let version = run(&["-vV"]).map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
-    let sysroot =
-        run(&["--print", "sysroot"]).map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
+    let version = run(&["-vV"]).context_run("rustc")?;
+    let sysroot = run(&["--print", "sysroot"]).context_run("rustc")?;
     let mut identity = version;
     identity.push_str(&driver_identity(Path::new(sysroot.trim())).join("\n"));
     // The device sysroot's `core` may be rebuilt while the compiler stays: cargo does not track
@@ -65,10 +64,8 @@ pub(crate) fn forget_other_compilers_output(dir: &Path) -> Result<()> {
             let _ = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
         }
     }
-    fs::create_dir_all(dir)
-        .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
-    fs::write(&record, identity)
-        .map_err(|e| Failure::new(format!("cannot write {}: {e}", record.display())))
+    fs::create_dir_all(dir).context_create(&dir)?;
+    fs::write(&record, identity).context_write(&record)
 }
 
 /// Removes each of the `linked_programs` (program files that exist after a host run:
@@ -85,8 +82,7 @@ pub(super) fn forget_programs_linked_otherwise(
     for program in linked_programs {
         let record = link_record_text(program, link_args);
         if fs::read_to_string(link_record(program)).ok().as_deref() != Some(record.as_str()) {
-            fs::remove_file(program)
-                .map_err(|e| Failure::new(format!("cannot remove {}: {e}", program.display())))?;
+            fs::remove_file(program).context_remove(&program)?;
             removed = true;
         }
     }
@@ -145,9 +141,7 @@ pub(super) fn image_key_changed(dir: &Path, key: &str) -> Result<bool> {
         return Ok(false);
     }
     let _ = fs::remove_file(dir.join(BUILT));
-    fs::create_dir_all(dir)
-        .and_then(|()| fs::write(&record, key))
-        .map_err(|e| Failure::new(format!("cannot write {}: {e}", record.display())))?;
+    fs::create_dir_all(dir).and_then(|()| fs::write(&record, key)).context_write(&record)?;
     Ok(true)
 }
 
@@ -209,15 +203,12 @@ pub(super) fn forget_other_arch(target_dir: &Path, arch: &Arch) -> Result<()> {
         return Ok(());
     }
     if folder.exists() {
-        fs::remove_dir_all(&folder)
-            .map_err(|e| Failure::new(format!("cannot remove {}: {e}", folder.display())))?;
+        fs::remove_dir_all(&folder).context_remove(&folder)?;
     }
     // Cargo keeps what rustc printed of each target (its `cfg`s, `target_feature` among them)
     // in this file, keyed by the probe's arguments, which lack the wrapper's flags.
     let _ = fs::remove_file(target_dir.join(".rustc_info.json"));
-    fs::create_dir_all(&folder)
-        .and_then(|()| fs::write(&record, flags))
-        .map_err(|e| Failure::new(format!("cannot write {}: {e}", record.display())))
+    fs::create_dir_all(&folder).and_then(|()| fs::write(&record, flags)).context_write(&record)
 }
 
 /// The key of what selects the image of a device pass with `flags` (the pass's rustc flags)

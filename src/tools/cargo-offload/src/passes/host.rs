@@ -15,7 +15,7 @@ use crate::args::Verb;
 use crate::env;
 use crate::image_crate::resolved_features;
 use crate::manifests::{Roots, merge_manifests, root_manifests};
-use crate::util::{Failure, Result, fail, stop_point};
+use crate::util::{Context, Result, fail, stop_point};
 use crate::vendor::runtime_lib_dir;
 
 /// What the host pass's compile run found.
@@ -67,8 +67,7 @@ impl<'a> Build<'a> {
         stop_point("host-compile");
         let programs = self.folders.programs();
         if programs.exists() {
-            fs::remove_dir_all(&programs)
-                .map_err(|e| Failure::new(format!("cannot remove {}: {e}", programs.display())))?;
+            fs::remove_dir_all(&programs).context_remove(&programs)?;
         }
         let mut cmd = self.host_command()?;
         let what = match link_args {

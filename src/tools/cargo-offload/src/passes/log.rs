@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::util::{Failure, Result};
+use crate::util::{Context, Failure, Result};
 
 /// Prints one progress line for a pass: `[cargo offload] <what> (<seconds> s)`.
 pub(super) fn progress(what: &str, start: Instant) {
@@ -83,7 +83,7 @@ impl Log {
                 child.wait()
             })(),
         };
-        let status = status.map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?;
+        let status = status.context_run("cargo")?;
         if !status.success() {
             let code = status.code().unwrap_or(1).clamp(1, 255) as u8;
             let failed = failed();
@@ -193,7 +193,7 @@ pub(super) fn cargo_pass(what: &str, mut cmd: Command, errors_only: bool) -> Res
     eprintln!("[cargo offload] {what}");
     let mut artifacts = Vec::new();
     cmd.arg(message_format()).stdout(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?;
+    let mut child = cmd.spawn().context_run("cargo")?;
     for line in BufReader::new(child.stdout.take().unwrap()).lines().map_while(|l| l.ok()) {
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
             println!("{line}");
@@ -222,7 +222,7 @@ pub(super) fn cargo_pass(what: &str, mut cmd: Command, errors_only: bool) -> Res
             _ => {}
         }
     }
-    let status = child.wait().map_err(|e| Failure::new(format!("cargo did not finish: {e}")))?;
+    let status = child.wait().context(|| "cargo did not finish".to_string())?;
     if !status.success() {
         let code = status.code().unwrap_or(1).clamp(1, 255) as u8;
         return Err(Failure::with_status(

@@ -26,7 +26,7 @@ use crate::env;
 use crate::heal::{forget_damaged_manifests, remove_leftovers};
 use crate::image_crate::ImageBuilder;
 use crate::launch::{bundle_folder, run_programs, write_bundle};
-use crate::util::{Failure, Result};
+use crate::util::{Context, Result};
 use crate::workspace::{
     Workspace, check_gpu_archs, host_triple, profile_dir, rustc_version, workspace,
 };
@@ -61,8 +61,7 @@ fn cargo_command(cargo: &OsString, verb: &str) -> Command {
 
 /// The path of this `cargo-offload`, which cargo runs as `RUSTC_WRAPPER`.
 fn current_exe() -> Result<PathBuf> {
-    std::env::current_exe()
-        .map_err(|e| Failure::new(format!("cannot find the cargo-offload program: {e}")))
+    std::env::current_exe().context(|| "cannot find the cargo-offload program".to_string())
 }
 
 /// Builds what `inv` asks for, in one of two orders ([`Build::host_first`] or, when the last
@@ -149,8 +148,7 @@ impl<'a> Build<'a> {
         let ws = workspace(&cargo, &inv.cargo_args)?;
         let dir = ws.target_dir.join("offload");
         forget_other_compilers_output(&dir)?;
-        fs::create_dir_all(&dir)
-            .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
+        fs::create_dir_all(&dir).context_create(&dir)?;
         check_gpu_archs(&archs, &dir, &version)?;
         let manifests = dir.join("manifests");
         let images = dir.join("images");
@@ -158,8 +156,7 @@ impl<'a> Build<'a> {
         // The profile's own folder of images is made once a cargo pass took the profile's
         // name (which becomes a path there), after the device passes' cargo run.
         for folder in [&manifests, &images] {
-            fs::create_dir_all(folder)
-                .map_err(|e| Failure::new(format!("cannot create {}: {e}", folder.display())))?;
+            fs::create_dir_all(folder).context_create(&folder)?;
         }
         Ok(Build {
             inv,
@@ -175,15 +172,13 @@ impl<'a> Build<'a> {
     /// another `cargo offload` holds it; the lock goes with the returned file.
     fn lock(&self) -> Result<fs::File> {
         let path = self.folders.dir.join("lock");
-        let file = fs::File::create(&path)
-            .map_err(|e| Failure::new(format!("cannot create {}: {e}", path.display())))?;
+        let file = fs::File::create(&path).context_create(&path)?;
         if file.try_lock().is_err() {
             eprintln!(
                 "[cargo offload] waiting for another cargo offload in {}",
                 self.folders.dir.display()
             );
-            file.lock()
-                .map_err(|e| Failure::new(format!("cannot lock {}: {e}", path.display())))?;
+            file.lock().context_lock(&path)?;
         }
         Ok(file)
     }
