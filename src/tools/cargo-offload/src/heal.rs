@@ -85,7 +85,7 @@ fn is_rustc_temporary(name: &str) -> bool {
 }
 
 /// Removes each manifest in `manifests` (`<crate name><extra filename>.json`, written by the
-/// host pass's compilations and sealed by the wrapper, [`crate::wrapper::wrap_host_rustc`])
+/// host pass's compilations and sealed by the wrapper, [`crate::wrapper::host`])
 /// that does not match its seal, or has none, and the outputs of its crate in the host pass's
 /// folder for the target, `host` (`<target dir>/offload/host/<triple>`: the files named after
 /// it in each `deps` and `examples` folder, the `rlib`, `rmeta`, shared object, program,

@@ -255,9 +255,11 @@ pub(crate) fn check_program_linker(
     ))
 }
 
-/// Links: runs the toolchain's `ld.lld` with [`ld_args`] of `args` and returns its exit status.
-pub(crate) fn link(args: &[String]) -> ExitCode {
-    let result = offload_dir().and_then(|dir| {
+/// The role of the linker driver (`cargo-offload --cc ARGS`): runs the toolchain's `ld.lld`
+/// with [`ld_args`] of `args` and returns its exit status. Fails if the toolchain's folder, a
+/// response file or `ld.lld` cannot be found.
+pub(crate) fn link(args: &[String]) -> Result<ExitCode> {
+    let status = offload_dir().and_then(|dir| {
         let read = |path: &str| {
             std::fs::read_to_string(path)
                 .context(|| format!("cannot read the response file {path}"))
@@ -266,14 +268,8 @@ pub(crate) fn link(args: &[String]) -> ExitCode {
         let ld = ld_args(args, &lib, &read)?;
         let lld = dir.join("llvm-bin/ld.lld");
         Command::new(&lld).args(&ld).status().context_run(lld.display())
-    });
-    match result {
-        Ok(status) => ExitCode::from(status.code().map_or(1, |c| c.clamp(0, 255) as u8)),
-        Err(Failure(message, status)) => {
-            eprintln!("error: [cargo offload] {message}");
-            ExitCode::from(status)
-        }
-    }
+    })?;
+    Ok(ExitCode::from(status.code().map_or(1, |c| c.clamp(0, 255) as u8)))
 }
 
 #[cfg(test)]

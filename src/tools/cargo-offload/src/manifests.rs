@@ -30,7 +30,7 @@ pub(crate) struct Roots {
 /// the crates of workspace packages. A library's manifest is named after its `.rmeta` or
 /// `.rlib`; a test's after its executable, which keeps the extra filename. A program or
 /// `cdylib` is named by cargo without it: one that this run compiled is found in `programs`,
-/// where the wrapper recorded it by its source file ([`crate::wrapper::wrap_host_rustc`]); one
+/// where the wrapper recorded it by its source file ([`crate::wrapper::host`]); one
 /// that the run found fresh is the file under `deps` (or, for an example, beside it) of which
 /// cargo's copy is a hard link, and so is the file of a recorded one that the run linked. A
 /// root built for `target` whose manifest is not found is an error that names it: its kernels

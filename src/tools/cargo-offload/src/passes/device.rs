@@ -20,7 +20,7 @@ use crate::registration::wrap_images;
 use crate::util::{Context, Result, copy_if_changed, fail, stop_point};
 use crate::vendor::{device_binary, name_kernels, runtime_lib_dir};
 use crate::workspace::{manifest_path_args, profile_args, source_args};
-use crate::wrapper::encode_target_flags;
+use crate::wrapper::device::encode_target_flags;
 
 /// The outcome of one batch's device passes ([`Build::device_pass`]): its lines, and each
 /// arch's place in `--offload-arch` with its image (`host.out`) and packaged image.

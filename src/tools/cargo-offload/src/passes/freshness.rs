@@ -191,10 +191,10 @@ pub(super) fn forget_image(deps: &Path, krate: &str) {
 
 /// Makes the device passes into `target_dir` build everything for `arch`'s target again when
 /// the last pass there built it for another arch of that target (`gfx942` after `gfx90a`):
-/// the wrapper adds the arch's flags ([`crate::wrapper::wrap_device_rustc`]), of which cargo's
-/// fingerprints know nothing, nor does cargo's cache of rustc's answers about the target. The
-/// flags are recorded in `<target_dir>/<target>/offload-arch-flags`; when they differ, that
-/// folder and the cache (`<target_dir>/.rustc_info.json`) are removed.
+/// the wrapper adds the arch's flags ([`crate::wrapper::device::wrap_device_rustc`]), of which
+/// cargo's fingerprints know nothing, nor does cargo's cache of rustc's answers about the
+/// target. The flags are recorded in `<target_dir>/<target>/offload-arch-flags`; when they
+/// differ, that folder and the cache (`<target_dir>/.rustc_info.json`) are removed.
 pub(super) fn forget_other_arch(target_dir: &Path, arch: &Arch) -> Result<()> {
     let folder = target_dir.join(&arch.target);
     let record = folder.join("offload-arch-flags");

@@ -36,7 +36,7 @@ impl<'a> Build<'a> {
     /// (`run` and `test` build with cargo and run the programs themselves: cargo would put the
     /// toolchain's library folder on `LD_LIBRARY_PATH`, whose copy of `libomp` the runtime would
     /// then load a second time beside the program's own), with `cargo-offload` as
-    /// `RUSTC_WRAPPER` ([`crate::wrapper::wrap_host_rustc`]). Both runs have the same flags, so
+    /// `RUSTC_WRAPPER` ([`crate::wrapper::host`]). Both runs have the same flags, so
     /// that the second finds fresh what the first compiled. The user's flags reach the host
     /// crates as they reach those of `cargo build --target <host>` (`RUSTFLAGS`, or else
     /// `target.<triple>.rustflags`, or else `build.rustflags` of `.cargo/config.toml`): cargo
@@ -103,7 +103,7 @@ impl<'a> Build<'a> {
 
     /// The host pass's link run: the same cargo command as the first run, which links the
     /// programs that it finds missing with `link_args` (`-Zlink-only`,
-    /// [`crate::wrapper::wrap_host_rustc`]). Fails if the launches then differ from those of
+    /// [`crate::wrapper::host`]). Fails if the launches then differ from those of
     /// `compiled`, the first run's, of which the images were built. Returns the run's artifacts.
     pub(super) fn host_link(
         &self,

@@ -21,7 +21,7 @@ use std::process::{Command, ExitCode};
 
 use serde_json::Value;
 
-use crate::args::{Arch, Invocation, Verb};
+use crate::args::{Arch, Invocation, USAGE, Verb, parse_args};
 use crate::env;
 use crate::heal::{forget_damaged_manifests, remove_leftovers};
 use crate::image_crate::ImageBuilder;
@@ -62,6 +62,17 @@ fn cargo_command(cargo: &OsString, verb: &str) -> Command {
 /// The path of this `cargo-offload`, which cargo runs as `RUSTC_WRAPPER`.
 fn current_exe() -> Result<PathBuf> {
     std::env::current_exe().context(|| "cannot find the cargo-offload program".to_string())
+}
+
+/// The role of the cargo subcommand, `cargo offload ARGS` (`args`: those after `offload`):
+/// prints the usage for `--help` (before any `--`), else builds what the arguments ask for
+/// ([`run`]). Fails for bad usage (exit status 2) and as [`run`] does.
+pub(crate) fn subcommand(args: &[String]) -> Result<ExitCode> {
+    if args.iter().any(|a| a == "--help" || a == "-h") && !args.iter().any(|a| a == "--") {
+        print!("{USAGE}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    run(&parse_args(args)?)
 }
 
 /// Builds what `inv` asks for, in one of two orders ([`Build::host_first`] or, when the last
