@@ -196,16 +196,17 @@ impl<'a> Build<'a> {
         flags
     }
 
-    /// The device passes of `batch`: one cargo run builds the image builder for each arch's
-    /// target, then the vendor tools make each arch's image, the archs at once. Returns each
-    /// arch's place in `--offload-arch` with its image (`host.out`) and packaged image.
-    pub(super) fn device_pass(
+    /// The cargo command of `batch`'s device passes of `builder`, once each arch's outputs of
+    /// another arch or image are forgotten ([`forget_other_arch`],
+    /// [`Build::forget_other_image`]). Returns it with each arch's progress line (its head),
+    /// the profile folder and the folder under it where the image goes
+    /// ([`Build::device_cargo`]).
+    fn batch_cargo(
         &self,
         batch: &Batch<'_>,
         builder: &ImageBuilder,
         log: &mut Log,
-    ) -> Result<Vec<(usize, (PathBuf, PathBuf))>> {
-        stop_point("device-passes");
+    ) -> Result<(Command, Vec<String>, String, &'static str)> {
         let core = &batch.core;
         let target_dir = &batch.target_dir;
         let (mut build, profile, output_folder) = self.device_cargo(builder)?;
@@ -244,6 +245,21 @@ impl<'a> Build<'a> {
             .env("CARGO_ENCODED_RUSTFLAGS", self.shared_device_flags(builder, core).join("\x1f"))
             .env("RUSTC_WRAPPER", current_exe()?)
             .env(env::DEVICE_TARGET_FLAGS, encode_target_flags(&target_flags));
+        Ok((build, heads, profile, output_folder))
+    }
+
+    /// The device passes of `batch`: one cargo run builds the image builder for each arch's
+    /// target, then the vendor tools make each arch's image, the archs at once. Returns each
+    /// arch's place in `--offload-arch` with its image (`host.out`) and packaged image.
+    pub(super) fn device_pass(
+        &self,
+        batch: &Batch<'_>,
+        builder: &ImageBuilder,
+        log: &mut Log,
+    ) -> Result<Vec<(usize, (PathBuf, PathBuf))>> {
+        stop_point("device-passes");
+        let target_dir = &batch.target_dir;
+        let (mut build, heads, profile, output_folder) = self.batch_cargo(batch, builder, log)?;
         let what = match &heads[..] {
             [one] => one.clone(),
             _ => {
