@@ -33,16 +33,16 @@
 //! The modules, in the order of a run: [`role`] (which role this copy plays), [`args`] (the
 //! command line), [`wrapper`] (`cargo-offload` as cargo's `RUSTC_WRAPPER`: [`wrapper::host`]
 //! for the host build, [`wrapper::device`] for the device passes), [`workspace`] (`cargo
-//! metadata`), [`passes`] (the driver: the order of the passes in `passes/mod.rs`, then
-//! [`passes::host`], [`passes::device`], [`passes::freshness`] (what is built again and why)
-//! and [`passes::log`] (how a pass's messages are shown)), [`manifests`] (the root crates'
-//! manifests, merged), [`image_crate`] (the crate the device passes build, the crates each
-//! kernel needs, where `core` comes from), [`vendor`] (the vendor tools that make the loadable
-//! images), [`registration`] (the object that registers them), [`seal`] (what a reused file
-//! must still hold), [`launch`] (how the programs start), [`linker`] (the linker driver of an
-//! installed toolchain, `--cc`), [`heal`] (what a build removes first), [`env`] (the names of
-//! the `CARGO_OFFLOAD_*` environment variables) and [`util`] (failures and their context,
-//! writing files only when they change).
+//! metadata`), [`passes`] (the driver: the order of the passes in `passes/mod.rs`, then a file
+//! each for the host runs, `host.rs`, the device runs, `device.rs`, what is built again and
+//! why, `freshness.rs`, and how a pass's messages are shown, `log.rs`), [`manifests`] (the root
+//! crates' manifests, merged), [`image_crate`] (the crate the device passes build, the crates
+//! each kernel needs, where `core` comes from), [`vendor`] (the vendor tools that make the
+//! loadable images), [`registration`] (the object that registers them), [`seal`] (what a
+//! reused file must still hold), [`launch`] (how the programs start), [`linker`] (the linker
+//! driver of an installed toolchain, `--cc`), [`heal`] (what a build removes first),
+//! [`mod@env`] (the names of the `CARGO_OFFLOAD_*` environment variables) and [`util`]
+//! (failures and their context, writing files only when they change).
 
 mod args;
 mod env;

@@ -52,7 +52,7 @@ pub(crate) fn seal_path(path: &Path) -> PathBuf {
 /// Seals the complete file at `path` (see the module's doc); writes the seal only when it
 /// changed. Fails, naming the file, if it cannot be read or the seal cannot be written.
 pub(crate) fn seal(path: &Path) -> Result<()> {
-    let line = content_line(path).context_read(&path)?;
+    let line = content_line(path).context_read(path)?;
     let seal = seal_path(path);
     if fs::read_to_string(&seal).is_ok_and(|old| old == line) {
         return Ok(());

@@ -124,13 +124,13 @@ pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     if fs::read(path).ok().as_deref() == Some(bytes) {
         return Ok(false);
     }
-    fs::write(path, bytes).context_write(&path)?;
+    fs::write(path, bytes).context_write(path)?;
     Ok(true)
 }
 
 /// Copies `from` to `to` unless `to` holds its content already; returns whether it wrote.
 pub(crate) fn copy_if_changed(from: &Path, to: &Path) -> Result<bool> {
-    let bytes = fs::read(from).context_read(&from)?;
+    let bytes = fs::read(from).context_read(from)?;
     write_if_changed(to, &bytes)
 }
 

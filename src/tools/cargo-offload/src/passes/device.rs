@@ -26,6 +26,11 @@ use crate::wrapper::device::encode_target_flags;
 /// arch's place in `--offload-arch` with its image (`host.out`) and packaged image.
 pub(super) type DevicePass = (Log, Result<Vec<(usize, (PathBuf, PathBuf))>>);
 
+/// What the vendor tools made of one arch's image ([`Build::vendor_image`]): the image
+/// (`host.out`) and the packaged image, with the line that reports them (none for a failure,
+/// whose error says it).
+type VendorMade = (Result<(PathBuf, PathBuf)>, Option<String>);
+
 /// The images of `batches` (each a [`DevicePass`]'s) in the order of `--offload-arch`.
 pub(super) fn in_arch_order(
     batches: Vec<Vec<(usize, (PathBuf, PathBuf))>>,
@@ -313,8 +318,8 @@ impl<'a> Build<'a> {
         folders: &(dyn Fn(&Arch) -> PathBuf + Sync),
         release: bool,
         began: SystemTime,
-    ) -> Result<Vec<(Result<(PathBuf, PathBuf)>, Option<String>)>> {
-        let kernels: Vec<(String, String)> = offload_manifest_format::read(&builder.manifest())
+    ) -> Result<Vec<VendorMade>> {
+        let kernels: Vec<(String, String)> = offload_manifest_format::read(builder.manifest())
             .map(|m| m.kernels.into_iter().map(|k| (k.symbol, k.kernel)).collect())
             .unwrap_or_default();
         let kernels = &kernels;
@@ -346,7 +351,7 @@ impl<'a> Build<'a> {
         deps: &Path,
         release: bool,
         began: SystemTime,
-    ) -> (Result<(PathBuf, PathBuf)>, Option<String>) {
+    ) -> VendorMade {
         stop_point("vendor");
         let start = Instant::now();
         let image = deps.join("host.out");

@@ -64,16 +64,16 @@ pub(crate) fn forget_other_compilers_output(dir: &Path) -> Result<()> {
             let _ = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
         }
     }
-    fs::create_dir_all(dir).context_create(&dir)?;
+    fs::create_dir_all(dir).context_create(dir)?;
     fs::write(&record, identity).context_write(&record)
 }
 
 /// Removes each of the `linked_programs` (program files that exist after a host run:
-/// [`Roots::linked_programs`]) that was linked with other images or link arguments than
-/// `link_args`, or changed since its link (its [`link_record`] holds another
-/// [`link_record_text`], or none), so that cargo finds
-/// it missing and the link run links it again. Cargo sees neither the registration's content
-/// nor the link arguments that `cargo offload` adds. Returns whether it removed one.
+/// [`crate::manifests::Roots::linked_programs`]) that was linked with other images or link
+/// arguments than `link_args`, or changed since its link (its [`link_record`] holds another
+/// [`link_record_text`], or none), so that cargo finds it missing and the link run links it
+/// again. Cargo sees neither the registration's content nor the link arguments that
+/// `cargo offload` adds. Returns whether it removed one.
 pub(super) fn forget_programs_linked_otherwise(
     linked_programs: &[PathBuf],
     link_args: &[String],
@@ -82,7 +82,7 @@ pub(super) fn forget_programs_linked_otherwise(
     for program in linked_programs {
         let record = link_record_text(program, link_args);
         if fs::read_to_string(link_record(program)).ok().as_deref() != Some(record.as_str()) {
-            fs::remove_file(program).context_remove(&program)?;
+            fs::remove_file(program).context_remove(program)?;
             removed = true;
         }
     }

@@ -167,7 +167,7 @@ impl<'a> Build<'a> {
         // The profile's own folder of images is made once a cargo pass took the profile's
         // name (which becomes a path there), after the device passes' cargo run.
         for folder in [&manifests, &images] {
-            fs::create_dir_all(folder).context_create(&folder)?;
+            fs::create_dir_all(folder).context_create(folder)?;
         }
         Ok(Build {
             inv,
@@ -246,7 +246,7 @@ impl<'a> Build<'a> {
         let link_args = self.register(&in_arch_order(packaged))?;
         // The kernels of the images that the host run links with: a build that fails after it
         // must not leave a program behind that launches others.
-        let imaged = offload_manifest_format::read(&last.manifest())
+        let imaged = offload_manifest_format::read(last.manifest())
             .map(|m| m.kernels.into_iter().map(|k| k.symbol).collect())
             .unwrap_or_default();
         self.host_after_images(&link_args).inspect_err(|_| {

@@ -90,7 +90,7 @@ fn flags_of(encoded: &str, target: &str) -> Vec<String> {
     encoded
         .split('\x1e')
         .map(|record| record.split('\x1f'))
-        .find_map(|mut fields| (fields.next() == Some(target)).then(|| fields))
+        .find_map(|mut fields| (fields.next() == Some(target)).then_some(fields))
         .map_or(Vec::new(), |flags| flags.map(str::to_string).collect())
 }
 
@@ -101,9 +101,9 @@ fn as_rlib(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len() + 3);
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
-        if arg == "--crate-type" || arg == "--cap-lints" {
-            rest.next();
-        } else if arg == "-C" && rest.as_slice().first().is_some_and(|v| v.starts_with("lto")) {
+        // A flag whose value is the next argument goes with its value.
+        let lto = arg == "-C" && rest.as_slice().first().is_some_and(|v| v.starts_with("lto"));
+        if arg == "--crate-type" || arg == "--cap-lints" || lto {
             rest.next();
         } else if !arg.starts_with("--crate-type=")
             && !arg.starts_with("--cap-lints=")
