@@ -64,13 +64,24 @@ impl Verb {
     }
 }
 
-/// Parses a command by its name; the error is the usage error's first line.
-impl FromStr for Verb {
-    type Err = String;
+/// A command name that is none of [`Verb::ALL`]'s; shown, it is the usage error's first line
+/// (`unknown command `NAME``).
+#[derive(Debug, PartialEq)]
+pub(crate) struct UnknownVerb(String);
 
-    fn from_str(name: &str) -> std::result::Result<Verb, String> {
+impl std::fmt::Display for UnknownVerb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown command `{}`", self.0)
+    }
+}
+
+/// Parses a command by its name.
+impl FromStr for Verb {
+    type Err = UnknownVerb;
+
+    fn from_str(name: &str) -> std::result::Result<Verb, UnknownVerb> {
         let known = Verb::ALL.into_iter().find(|verb| verb.as_str() == name);
-        known.ok_or_else(|| format!("unknown command `{name}`"))
+        known.ok_or_else(|| UnknownVerb(name.to_string()))
     }
 }
 
@@ -81,9 +92,9 @@ impl From<Verb> for &'static str {
 }
 
 impl TryFrom<String> for Verb {
-    type Error = String;
+    type Error = UnknownVerb;
 
-    fn try_from(name: String) -> std::result::Result<Verb, String> {
+    fn try_from(name: String) -> std::result::Result<Verb, UnknownVerb> {
         name.parse()
     }
 }
@@ -169,7 +180,7 @@ fn flag_value<'a>(
 /// Parses `args` (after `cargo offload`).
 pub(crate) fn parse_args(args: &[String]) -> Result<Invocation> {
     let Some(verb) = args.first() else { return Err(usage_error("no command given")) };
-    let verb: Verb = verb.parse().map_err(|message: String| usage_error(&message))?;
+    let verb: Verb = verb.parse().map_err(|e: UnknownVerb| usage_error(&e.to_string()))?;
     let mut archs = Vec::new();
     let mut cargo_args = Vec::new();
     let mut program_args = Vec::new();
@@ -249,7 +260,8 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", verb.as_str()));
             assert_eq!(serde_json::from_str::<Verb>(&json).ok(), Some(verb));
         }
-        assert_eq!("publish".parse::<Verb>(), Err("unknown command `publish`".to_string()));
+        let unknown = "publish".parse::<Verb>().map_err(|e| e.to_string());
+        assert_eq!(unknown, Err("unknown command `publish`".to_string()));
         assert!(serde_json::from_str::<Verb>("\"Run\"").is_err());
         assert!(is_flag("--target", "--target") && is_flag("--target=x", "--target"));
         assert!(!is_flag("--targets", "--target") && !is_flag("-target", "--target"));

@@ -1,7 +1,9 @@
 //! The names of the `CARGO_OFFLOAD_*` environment variables, each defined once here: those that
 //! a user or `./x.py` sets for `cargo offload`, and those through which `cargo offload` talks to
-//! the copies of itself that cargo runs as `RUSTC_WRAPPER` or `./x.py` runs with `--run-plan`.
-//! (The usage text names the user's own as text; a test checks that it names them all.)
+//! the copies of itself that cargo runs as `RUSTC_WRAPPER` or `./x.py` runs with `--run-plan`
+//! (those that say which role a copy plays, and what its pass is, are read in one place:
+//! [`crate::role`]). (The usage text names the user's own as text; a test checks that it names
+//! them all.)
 
 /// The device sysroot: a sysroot whose `lib/rustlib/<target>/lib` holds `core` for each device
 /// target (the GPU targets and the host's own, for the CPU device), built once per toolchain
@@ -9,7 +11,7 @@
 /// kernels reach of `core` without building `core` for the project. `./x.py build` makes it;
 /// `./x.py cargo` sets this variable (unless its caller did). Unset, each device pass builds
 /// `core` from source (`--build-std`). Its `stamp` file is part of the compiler's identity
-/// ([`crate::util::forget_other_compilers_output`]).
+/// ([`crate::passes::forget_other_compilers_output`]).
 pub(crate) const DEVICE_SYSROOT: &str = "CARGO_OFFLOAD_DEVICE_SYSROOT";
 
 /// The folder of LLVM's tools (`llc`, `ld.lld`, `llvm-offload-binary`, `llvm-offload-wrapper`),
@@ -28,7 +30,7 @@ pub(crate) const RUNTIME_LIB: &str = "CARGO_OFFLOAD_RUNTIME_LIB";
 
 /// Set by `cargo offload` for the host build, whose `RUSTC_WRAPPER` is `cargo-offload`: it
 /// tells that copy which pass it wraps, and holds the folder of the manifests, one per crate
-/// ([`crate::wrapper::wrap_host_rustc`]).
+/// ([`crate::wrapper::host`]).
 pub(crate) const HOST_METADATA_DIR: &str = "CARGO_OFFLOAD_HOST_METADATA_DIR";
 
 /// Set by `cargo offload` for the host build: the image path that every crate's
@@ -44,7 +46,7 @@ pub(crate) const HOST_LINK: &str = "CARGO_OFFLOAD_HOST_LINK";
 
 /// Set by `cargo offload`, beside [`HOST_LINK`], for a host build that compiles and links in
 /// one run, with the images that the device passes built before it
-/// ([`crate::wrapper::wrap_host_rustc`]): each program is compiled and linked in one
+/// ([`crate::wrapper::host`]): each program is compiled and linked in one
 /// compilation, and recorded as in a first run.
 pub(crate) const HOST_COMPILE_AND_LINK: &str = "CARGO_OFFLOAD_HOST_COMPILE_AND_LINK";
 
@@ -54,18 +56,18 @@ pub(crate) const HOST_PROGRAMS: &str = "CARGO_OFFLOAD_HOST_PROGRAMS";
 
 /// Set by `cargo offload` for the device pass of a program that defines kernels: the crate
 /// name of that program, which the wrapper compiles as an `rlib`
-/// ([`crate::wrapper::wrap_device_rustc`]).
+/// ([`crate::wrapper::device::wrap_device_rustc`]).
 pub(crate) const DEVICE_PROGRAM: &str = "CARGO_OFFLOAD_DEVICE_PROGRAM";
 
 /// Set by `cargo offload` for each device pass, whose `RUSTC_WRAPPER` is `cargo-offload`: the
-/// rustc flags of each of the pass's targets ([`crate::wrapper::encode_target_flags`]), which
-/// the wrapper adds to the crates it compiles for that target
-/// ([`crate::wrapper::wrap_device_rustc`]).
+/// rustc flags of each of the pass's targets
+/// ([`crate::wrapper::device::encode_target_flags`]), which the wrapper adds to the crates it
+/// compiles for that target ([`crate::wrapper::device::wrap_device_rustc`]).
 pub(crate) const DEVICE_TARGET_FLAGS: &str = "CARGO_OFFLOAD_DEVICE_TARGET_FLAGS";
 
 /// Set by `cargo offload` for each device pass: a file to which the wrapper appends the target
 /// of each compilation that failed, one a line, so that the error names the archs that failed
-/// ([`crate::wrapper::wrap_device_rustc`]).
+/// ([`crate::wrapper::device::wrap_device_rustc`]).
 pub(crate) const DEVICE_FAILURES: &str = "CARGO_OFFLOAD_DEVICE_FAILURES";
 
 /// Set by `./x.py cargo`: the file into which `run` and `test` write the programs to run

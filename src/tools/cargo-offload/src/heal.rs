@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::seal;
-use crate::util::{Failure, Result};
+use crate::util::{Context, Result};
 
 /// Removes the temporary files of killed builds from `dir` (`<target dir>/offload`): in
 /// `images`, its profile folders and `manifests`, every file whose name holds `.tmp` (LLVM's
@@ -85,7 +85,7 @@ fn is_rustc_temporary(name: &str) -> bool {
 }
 
 /// Removes each manifest in `manifests` (`<crate name><extra filename>.json`, written by the
-/// host pass's compilations and sealed by the wrapper, [`crate::wrapper::wrap_host_rustc`])
+/// host pass's compilations and sealed by the wrapper, [`crate::wrapper::host`])
 /// that does not match its seal, or has none, and the outputs of its crate in the host pass's
 /// folder for the target, `host` (`<target dir>/offload/host/<triple>`: the files named after
 /// it in each `deps` and `examples` folder, the `rlib`, `rmeta`, shared object, program,
@@ -97,9 +97,7 @@ pub(crate) fn forget_damaged_manifests(manifests: &Path, host: &Path) -> Result<
     let entries = match fs::read_dir(manifests) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => {
-            return Err(Failure::new(format!("cannot read {}: {e}", manifests.display())));
-        }
+        Err(e) => return Err(e).context_read(manifests),
     };
     let mut damaged = Vec::new();
     for entry in entries.flatten() {

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::args::Verb;
 use crate::env;
-use crate::util::{Failure, Result, fail};
+use crate::util::{Context, Failure, Result, fail};
 
 /// Whether the user asked for the report of the devices that ran the kernels.
 fn report_wanted() -> bool {
@@ -38,8 +38,8 @@ fn report_wanted() -> bool {
 
 /// `liboffload_report.so`, installed beside this program (`bin/../lib`).
 fn report_library() -> Result<PathBuf> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::new(format!("cannot find the cargo-offload program: {e}")))?;
+    let exe =
+        std::env::current_exe().context(|| "cannot find the cargo-offload program".to_string())?;
     let lib = exe.parent().and_then(Path::parent).map(|d| d.join("lib/liboffload_report.so"));
     match lib {
         Some(lib) if lib.is_file() => Ok(lib),
@@ -131,7 +131,7 @@ pub(crate) fn libraries(program: &Path) -> Result<Vec<(String, PathBuf)>> {
         .arg(program)
         .env_remove("LD_LIBRARY_PATH")
         .output()
-        .map_err(|e| Failure::new(format!("cannot run ldd {}: {e}", program.display())))?;
+        .context_run(format!("ldd {}", program.display()))?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() || text.contains("not found") {
         return fail(format!(
@@ -212,9 +212,7 @@ pub(crate) fn run_programs(verb: Verb, programs: &[String], args: &[String]) -> 
             runs.push(Run { program, args: args.to_vec(), loader, library_path });
         }
         let plan = Plan::new(verb, runs);
-        fs::write(&plan_file, plan.encode()).map_err(|e| {
-            Failure::new(format!("cannot write {}: {e}", Path::new(&plan_file).display()))
-        })?;
+        fs::write(&plan_file, plan.encode()).context_write(Path::new(&plan_file))?;
         return Ok(ExitCode::SUCCESS);
     }
     let report = if report_wanted() { Some(report_library()?) } else { None };
@@ -232,7 +230,7 @@ pub(crate) fn run_programs(verb: Verb, programs: &[String], args: &[String]) -> 
             }
             cmd.env("LD_PRELOAD", preload);
         }
-        cmd.status().map_err(|e| Failure::new(format!("cannot run {program}: {e}")))
+        cmd.status().context_run(program)
     })
 }
 
@@ -273,7 +271,7 @@ fn exit_code(program: &str, status: ExitStatus) -> u8 {
 /// toolchain's loader and libraries, found under [`env::ROOT`].
 pub(crate) fn run_plan(file: &Path) -> Result<ExitCode> {
     let text = fs::read_to_string(file)
-        .map_err(|e| Failure::new(format!("cannot read the run plan {}: {e}", file.display())))?;
+        .context(|| format!("cannot read the run plan {}", file.display()))?;
     let Some(plan) = Plan::decode(&text) else {
         return fail(format!("{} is not a run plan of this cargo-offload", file.display()));
     };
@@ -304,9 +302,7 @@ pub(crate) fn run_plan(file: &Path) -> Result<ExitCode> {
             cmd.arg("--preload").arg(report);
         }
         cmd.arg("--argv0").arg(program).arg(&path).args(&run.args);
-        cmd.status().map_err(|e| {
-            Failure::new(format!("cannot run {program} with the loader {}: {e}", loader.display()))
-        })
+        cmd.status().context_run(format!("{program} with the loader {}", loader.display()))
     })
 }
 

@@ -21,7 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use crate::util::{Failure, Result, fail};
+use crate::util::{Context, Failure, Result, fail};
 
 /// What GCC's driver would link: its `-shared`, `-pie`, `-no-pie`, `-static` and
 /// `-static-pie`. GCC's driver on Debian builds position-independent executables by default.
@@ -36,118 +36,148 @@ enum Output {
 
 /// The arguments of `ld.lld` for the driver arguments `args`, with the loader, C runtime files
 /// and libraries of the folder `lib`. `@FILE` arguments (rustc writes one when a command line
-/// is too long: one argument per line, `\` escaping) are read with `read`.
+/// is too long: one argument per line, `\` escaping) are read with `read`. Fails for an
+/// argument that the driver does not know, one without its value, or an unreadable `@FILE`.
 fn ld_args(
     args: &[String],
     lib: &Path,
     read: &impl Fn(&str) -> Result<String>,
 ) -> Result<Vec<String>> {
-    let mut output = Output::Pie;
-    let (mut start_files, mut default_libs) = (true, true);
-    let mut passed = Vec::new();
-    let mut pending: Vec<String> = args.iter().rev().cloned().collect();
-    while let Some(arg) = pending.pop() {
-        let mut value = |flag: &str| {
-            pending.pop().ok_or_else(|| Failure::new(format!("`{flag}` needs a value")))
-        };
-        match arg.as_str() {
-            "-o" | "-L" => {
-                let v = value(&arg)?;
-                passed.extend([arg, v]);
+    Ok(Driver::parse(args, read)?.ld_args(lib))
+}
+
+/// What the driver arguments ask for, as [`Driver::parse`] reads them.
+struct Driver {
+    /// What to link.
+    output: Output,
+    /// Whether the C runtime's start files are linked (no `-nostartfiles`, `-nostdlib`).
+    start_files: bool,
+    /// Whether `libc` and `libgcc` are linked (no `-nodefaultlibs`, `-nostdlib`).
+    default_libs: bool,
+    /// The arguments passed on to `ld.lld`, in their order.
+    passed: Vec<String>,
+}
+
+impl Driver {
+    /// Reads the driver arguments `args` (see [`ld_args`]).
+    fn parse(args: &[String], read: &impl Fn(&str) -> Result<String>) -> Result<Driver> {
+        let mut output = Output::Pie;
+        let (mut start_files, mut default_libs) = (true, true);
+        let mut passed = Vec::new();
+        let mut pending: Vec<String> = args.iter().rev().cloned().collect();
+        while let Some(arg) = pending.pop() {
+            let mut value = |flag: &str| {
+                pending.pop().ok_or_else(|| Failure::new(format!("`{flag}` needs a value")))
+            };
+            match arg.as_str() {
+                "-o" | "-L" => {
+                    let v = value(&arg)?;
+                    passed.extend([arg, v]);
+                }
+                "-l" => {
+                    let v = value(&arg)?;
+                    passed.push(format!("-l{v}"));
+                }
+                "-Xlinker" => passed.push(value(&arg)?),
+                "-shared" => output = Output::Shared,
+                "-pie" => output = Output::Pie,
+                "-no-pie" => output = Output::NoPie,
+                "-static" => output = Output::Static,
+                "-static-pie" => output = Output::StaticPie,
+                "-nostartfiles" => start_files = false,
+                "-nodefaultlibs" => default_libs = false,
+                "-nostdlib" => (start_files, default_libs) = (false, false),
+                // The target and the linker are this driver's own.
+                "-m64" | "-fuse-ld=lld" => {}
+                _ if arg.starts_with("-B") => {}
+                "-z" | "-u" | "-T" => {
+                    let v = value(&arg)?;
+                    passed.extend([arg, v]);
+                }
+                "-rdynamic" => passed.push("--export-dynamic".into()),
+                "-s" => passed.push("--strip-all".into()),
+                _ if arg.starts_with("-Wl,") => passed.extend(
+                    arg["-Wl,".len()..].split(',').filter(|a| !a.is_empty()).map(String::from),
+                ),
+                _ if arg.starts_with("-L") || arg.starts_with("-l") => passed.push(arg),
+                _ if arg.starts_with('@') => {
+                    let text = read(&arg[1..])?;
+                    pending.extend(response_file_args(&text).into_iter().rev());
+                }
+                _ if arg.starts_with('-') => {
+                    return fail(format!(
+                        "the toolchain's linker driver does not know the argument `{arg}` (it \
+                         links with `ld.lld` what rustc passes on x86-64 Linux)"
+                    ));
+                }
+                _ => passed.push(arg),
             }
-            "-l" => {
-                let v = value(&arg)?;
-                passed.push(format!("-l{v}"));
-            }
-            "-Xlinker" => passed.push(value(&arg)?),
-            "-shared" => output = Output::Shared,
-            "-pie" => output = Output::Pie,
-            "-no-pie" => output = Output::NoPie,
-            "-static" => output = Output::Static,
-            "-static-pie" => output = Output::StaticPie,
-            "-nostartfiles" => start_files = false,
-            "-nodefaultlibs" => default_libs = false,
-            "-nostdlib" => (start_files, default_libs) = (false, false),
-            // The target and the linker are this driver's own.
-            "-m64" | "-fuse-ld=lld" => {}
-            _ if arg.starts_with("-B") => {}
-            "-z" | "-u" | "-T" => {
-                let v = value(&arg)?;
-                passed.extend([arg, v]);
-            }
-            "-rdynamic" => passed.push("--export-dynamic".into()),
-            "-s" => passed.push("--strip-all".into()),
-            _ if arg.starts_with("-Wl,") => passed
-                .extend(arg["-Wl,".len()..].split(',').filter(|a| !a.is_empty()).map(String::from)),
-            _ if arg.starts_with("-L") || arg.starts_with("-l") => passed.push(arg),
-            _ if arg.starts_with('@') => {
-                let text = read(&arg[1..])?;
-                pending.extend(response_file_args(&text).into_iter().rev());
-            }
-            _ if arg.starts_with('-') => {
-                return fail(format!(
-                    "the toolchain's linker driver does not know the argument `{arg}` (it links \
-                     with `ld.lld` what rustc passes on x86-64 Linux)"
-                ));
-            }
-            _ => passed.push(arg),
         }
+        Ok(Driver { output, start_files, default_libs, passed })
     }
-    let file = |name: &str| lib.join(name).display().to_string();
-    let mut ld: Vec<String> =
-        ["-m", "elf_x86_64", "--hash-style=gnu", "--build-id", "--eh-frame-hdr", "-z", "relro"]
-            .map(String::from)
-            .into();
-    // GNU ld keeps a section that a `__start_`/`__stop_` symbol names under `--gc-sections`,
-    // and the offload registration object relies on it (`llvm_offload_entries`).
-    ld.extend(["-z", "nostart-stop-gc"].map(String::from));
-    match output {
-        Output::Pie => ld.push("-pie".into()),
-        Output::NoPie => {}
-        Output::Shared => ld.push("-shared".into()),
-        Output::Static => ld.push("-static".into()),
-        Output::StaticPie => {
-            ld.extend(["-static", "-pie", "--no-dynamic-linker", "-z", "text"].map(String::from))
+
+    /// The arguments of `ld.lld`, with the loader, C runtime files and libraries of `lib`.
+    fn ld_args(self, lib: &Path) -> Vec<String> {
+        let Driver { output, start_files, default_libs, passed } = self;
+        let file = |name: &str| lib.join(name).display().to_string();
+        let mut ld: Vec<String> =
+            ["-m", "elf_x86_64", "--hash-style=gnu", "--build-id", "--eh-frame-hdr", "-z", "relro"]
+                .map(String::from)
+                .into();
+        // GNU ld keeps a section that a `__start_`/`__stop_` symbol names under `--gc-sections`,
+        // and the offload registration object relies on it (`llvm_offload_entries`).
+        ld.extend(["-z", "nostart-stop-gc"].map(String::from));
+        match output {
+            Output::Pie => ld.push("-pie".into()),
+            Output::NoPie => {}
+            Output::Shared => ld.push("-shared".into()),
+            Output::Static => ld.push("-static".into()),
+            Output::StaticPie => ld
+                .extend(["-static", "-pie", "--no-dynamic-linker", "-z", "text"].map(String::from)),
         }
-    }
-    let dynamic = matches!(output, Output::Pie | Output::NoPie | Output::Shared);
-    if matches!(output, Output::Pie | Output::NoPie) {
-        ld.extend(["-dynamic-linker".to_string(), file("ld-linux-x86-64.so.2")]);
-    }
-    let (begin, end) = match output {
-        Output::Pie | Output::Shared | Output::StaticPie => ("crtbeginS.o", "crtendS.o"),
-        Output::NoPie => ("crtbegin.o", "crtend.o"),
-        Output::Static => ("crtbeginT.o", "crtend.o"),
-    };
-    if start_files {
-        let crt1 = match output {
-            Output::Pie => Some("Scrt1.o"),
-            Output::NoPie | Output::Static => Some("crt1.o"),
-            Output::StaticPie => Some("rcrt1.o"),
-            Output::Shared => None,
+        let dynamic = matches!(output, Output::Pie | Output::NoPie | Output::Shared);
+        if matches!(output, Output::Pie | Output::NoPie) {
+            ld.extend(["-dynamic-linker".to_string(), file("ld-linux-x86-64.so.2")]);
+        }
+        let (begin, end) = match output {
+            Output::Pie | Output::Shared | Output::StaticPie => ("crtbeginS.o", "crtendS.o"),
+            Output::NoPie => ("crtbegin.o", "crtend.o"),
+            Output::Static => ("crtbeginT.o", "crtend.o"),
         };
-        ld.extend(crt1.into_iter().chain(["crti.o", begin]).map(file));
-    }
-    // The caller's folders first, then the toolchain's, as GCC's driver orders them.
-    ld.extend(passed);
-    ld.extend(["-L".to_string(), lib.display().to_string()]);
-    if default_libs {
+        if start_files {
+            let crt1 = match output {
+                Output::Pie => Some("Scrt1.o"),
+                Output::NoPie | Output::Static => Some("crt1.o"),
+                Output::StaticPie => Some("rcrt1.o"),
+                Output::Shared => None,
+            };
+            ld.extend(crt1.into_iter().chain(["crti.o", begin]).map(file));
+        }
+        // The caller's folders first, then the toolchain's, as GCC's driver orders them.
+        ld.extend(passed);
+        ld.extend(["-L".to_string(), lib.display().to_string()]);
+        if default_libs {
+            if dynamic {
+                let libgcc = ["-lgcc", "--push-state", "--as-needed", "-lgcc_s", "--pop-state"];
+                ld.extend(libgcc.iter().chain(&["-lc"]).chain(&libgcc).map(|a| a.to_string()));
+            } else {
+                ld.extend(
+                    ["--start-group", "-lgcc", "-lgcc_eh", "-lc", "--end-group"].map(String::from),
+                );
+            }
+        }
+        if start_files {
+            ld.extend([end, "crtn.o"].map(file));
+        }
         if dynamic {
-            let libgcc = ["-lgcc", "--push-state", "--as-needed", "-lgcc_s", "--pop-state"];
-            ld.extend(libgcc.iter().chain(&["-lc"]).chain(&libgcc).map(|a| a.to_string()));
-        } else {
-            ld.extend(
-                ["--start-group", "-lgcc", "-lgcc_eh", "-lc", "--end-group"].map(String::from),
-            );
+            ld.extend([
+                "--disable-new-dtags".to_string(),
+                "-rpath".into(),
+                lib.display().to_string(),
+            ]);
         }
+        ld
     }
-    if start_files {
-        ld.extend([end, "crtn.o"].map(file));
-    }
-    if dynamic {
-        ld.extend(["--disable-new-dtags".to_string(), "-rpath".into(), lib.display().to_string()]);
-    }
-    Ok(ld)
 }
 
 /// The arguments of a response file as rustc writes it for a `gcc`-flavored linker: one per
@@ -168,8 +198,8 @@ fn response_file_args(text: &str) -> Vec<String> {
 
 /// The toolchain folder of this program (`<toolchain>/lib/offload/bin/cargo-offload`).
 fn offload_dir() -> Result<PathBuf> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::new(format!("cannot find the cargo-offload program: {e}")))?;
+    let exe =
+        std::env::current_exe().context(|| "cannot find the cargo-offload program".to_string())?;
     match exe.parent().and_then(Path::parent) {
         Some(dir) if dir.join("lib/ld-linux-x86-64.so.2").is_file() => Ok(dir.to_path_buf()),
         _ => fail(format!(
@@ -255,28 +285,21 @@ pub(crate) fn check_program_linker(
     ))
 }
 
-/// Links: runs the toolchain's `ld.lld` with [`ld_args`] of `args` and returns its exit status.
-pub(crate) fn link(args: &[String]) -> ExitCode {
-    let result = offload_dir().and_then(|dir| {
+/// The role of the linker driver (`cargo-offload --cc ARGS`): runs the toolchain's `ld.lld`
+/// with [`ld_args`] of `args` and returns its exit status. Fails if the toolchain's folder, a
+/// response file or `ld.lld` cannot be found.
+pub(crate) fn link(args: &[String]) -> Result<ExitCode> {
+    let status = offload_dir().and_then(|dir| {
         let read = |path: &str| {
             std::fs::read_to_string(path)
-                .map_err(|e| Failure::new(format!("cannot read the response file {path}: {e}")))
+                .context(|| format!("cannot read the response file {path}"))
         };
         let lib = dir.join("lib");
         let ld = ld_args(args, &lib, &read)?;
         let lld = dir.join("llvm-bin/ld.lld");
-        Command::new(&lld)
-            .args(&ld)
-            .status()
-            .map_err(|e| Failure::new(format!("cannot run {}: {e}", lld.display())))
-    });
-    match result {
-        Ok(status) => ExitCode::from(status.code().map_or(1, |c| c.clamp(0, 255) as u8)),
-        Err(Failure(message, status)) => {
-            eprintln!("error: [cargo offload] {message}");
-            ExitCode::from(status)
-        }
-    }
+        Command::new(&lld).args(&ld).status().context_run(lld.display())
+    })?;
+    Ok(ExitCode::from(status.code().map_or(1, |c| c.clamp(0, 255) as u8)))
 }
 
 #[cfg(test)]

@@ -25,15 +25,24 @@
 //! Each pass has its own target folder under `<target dir>/offload/`. Exit status: cargo's
 //! when a cargo pass fails, 1 with one `error:` line for anything else, 2 for bad usage.
 //!
-//! The modules, in the order of a run: [`args`] (the command line), [`wrapper`] (`cargo-offload`
-//! as cargo's `RUSTC_WRAPPER`), [`workspace`] (`cargo metadata`), [`passes`] (the cargo passes
-//! and the driver), [`manifests`] (the root crates' manifests, merged), [`image_crate`] (the
-//! crate the device passes build), [`vendor`] (the vendor tools that make the loadable images),
-//! [`registration`] (the object that registers them), [`seal`] (what a reused file must still
-//! hold), [`launch`] (how the programs start),
-//! [`linker`] (the linker driver of an installed toolchain, `--cc`),
-//! [`heal`] (what a build removes first), [`env`] (the names of the `CARGO_OFFLOAD_*`
-//! environment variables) and [`util`].
+//! Which role a copy of `cargo-offload` plays (the subcommand, a wrapper of the host build's
+//! compile run or of its link run, a wrapper of a device pass, the linker driver, the run plan)
+//! is decoded once, here, from its arguments and environment ([`role::Role::decode`]); each
+//! role's module has one entry function that [`play`] calls.
+//!
+//! The modules, in the order of a run: [`role`] (which role this copy plays), [`args`] (the
+//! command line), [`wrapper`] (`cargo-offload` as cargo's `RUSTC_WRAPPER`: [`wrapper::host`]
+//! for the host build, [`wrapper::device`] for the device passes), [`workspace`] (`cargo
+//! metadata`), [`passes`] (the driver: the order of the passes in `passes/mod.rs`, then a file
+//! each for the host runs, `host.rs`, the device runs, `device.rs`, what is built again and
+//! why, `freshness.rs`, and how a pass's messages are shown, `log.rs`), [`manifests`] (the root
+//! crates' manifests, merged), [`image_crate`] (the crate the device passes build, the crates
+//! each kernel needs, where `core` comes from), [`vendor`] (the vendor tools that make the
+//! loadable images), [`registration`] (the object that registers them), [`seal`] (what a
+//! reused file must still hold), [`launch`] (how the programs start), [`linker`] (the linker
+//! driver of an installed toolchain, `--cc`), [`heal`] (what a build removes first),
+//! [`mod@env`] (the names of the `CARGO_OFFLOAD_*` environment variables) and [`util`]
+//! (failures and their context, writing files only when they change).
 
 mod args;
 mod env;
@@ -44,6 +53,7 @@ mod linker;
 mod manifests;
 mod passes;
 mod registration;
+mod role;
 mod seal;
 mod util;
 mod vendor;
@@ -52,51 +62,29 @@ mod wrapper;
 
 use std::process::ExitCode;
 
-use crate::args::{USAGE, parse_args};
-use crate::passes::run;
-use crate::util::Failure;
-use crate::wrapper::{wrap_device_rustc, wrap_host_rustc};
+use crate::role::Role;
+use crate::util::{Failure, Result};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    // As `RUSTC_WRAPPER`, cargo runs us as `cargo-offload <rustc> <args>`.
-    if let Ok(pass) = std::env::var(env::HOST_METADATA_DIR) {
-        return wrap_host_rustc(&pass, &args[1..]);
-    }
-    if let Ok(target_flags) = std::env::var(env::DEVICE_TARGET_FLAGS) {
-        let program = std::env::var(env::DEVICE_PROGRAM).ok();
-        return wrap_device_rustc(&target_flags, program.as_deref(), &args[1..]);
-    }
-    // As the linker driver of an installed toolchain (`lib/offload/bin/cc`).
-    if args.get(1).map(String::as_str) == Some("--cc") {
-        return linker::link(&args[2..]);
-    }
-    // As `./x.py cargo` runs us after leaving the sysroot: the programs of `run` or `test`.
-    if args.get(1).map(String::as_str) == Some("--run-plan") {
-        let [_, _, file] = &args[..] else {
-            eprintln!("error: [cargo offload] --run-plan takes one argument: the plan's file");
-            return ExitCode::from(2);
-        };
-        return match launch::run_plan(std::path::Path::new(file)) {
-            Ok(code) => code,
-            Err(Failure(message, status)) => {
-                eprintln!("error: [cargo offload] {message}");
-                ExitCode::from(status)
-            }
-        };
-    }
-    // As a cargo subcommand: `cargo-offload offload <verb> ...`.
-    let rest =
-        if args.get(1).map(String::as_str) == Some("offload") { &args[2..] } else { &args[1..] };
-    if rest.iter().any(|a| a == "--help" || a == "-h") && !rest.iter().any(|a| a == "--") {
-        print!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    match parse_args(rest).and_then(|inv| run(&inv)) {
+    match Role::decode(|name| std::env::var_os(name), &args).and_then(play) {
         Ok(code) => code,
         Err(Failure(message, status)) => {
             eprintln!("error: [cargo offload] {message}");
             ExitCode::from(status)
         }
+    }
+}
+
+/// Plays `role`: each role's module has one entry function. Returns the exit status of what
+/// it ran; a failure is printed as one `error:` line with its exit status ([`Failure`]).
+fn play(role: Role) -> Result<ExitCode> {
+    match role {
+        Role::Subcommand(args) => passes::subcommand(&args),
+        Role::HostCompile(rustc, pass) => wrapper::host::compile_run(&rustc, &pass),
+        Role::HostLink(rustc, pass, link) => wrapper::host::link_run(&rustc, &pass, &link),
+        Role::Device(rustc, pass) => wrapper::device::wrap_device_rustc(&rustc, &pass),
+        Role::Linker(args) => linker::link(&args),
+        Role::RunPlan(file) => launch::run_plan(&file),
     }
 }

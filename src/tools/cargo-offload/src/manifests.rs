@@ -30,7 +30,7 @@ pub(crate) struct Roots {
 /// the crates of workspace packages. A library's manifest is named after its `.rmeta` or
 /// `.rlib`; a test's after its executable, which keeps the extra filename. A program or
 /// `cdylib` is named by cargo without it: one that this run compiled is found in `programs`,
-/// where the wrapper recorded it by its source file ([`crate::wrapper::wrap_host_rustc`]); one
+/// where the wrapper recorded it by its source file ([`crate::wrapper::host`]); one
 /// that the run found fresh is the file under `deps` (or, for an example, beside it) of which
 /// cargo's copy is a hard link, and so is the file of a recorded one that the run linked. A
 /// root built for `target` whose manifest is not found is an error that names it: its kernels
@@ -43,8 +43,7 @@ pub(crate) fn root_manifests(
     programs: &Path,
 ) -> Result<Roots> {
     let recorded = recorded_programs(programs);
-    let mut roots = BTreeSet::new();
-    let mut linked_programs = Vec::new();
+    let mut found = Found { ws, dir, recorded, roots: BTreeSet::new(), linked: Vec::new() };
     for artifact in artifacts {
         if !artifact["package_id"].as_str().is_some_and(|id| ws.member_ids.contains(id)) {
             continue;
@@ -52,46 +51,60 @@ pub(crate) fn root_manifests(
         if !crate::workspace::built_for(artifact, target) {
             continue;
         }
-        let mut add = |name: &str| {
-            let path = dir.join(format!("{name}.json"));
-            if !path.is_file() {
-                return fail(format!(
-                    "the host pass wrote no manifest for the crate `{}` ({} is missing); remove \
-                     {} and build again",
-                    artifact["target"]["name"].as_str().unwrap_or(name),
-                    path.display(),
-                    ws.target_dir.join("offload/host").display()
-                ));
-            }
-            roots.insert(path);
-            Ok(())
-        };
+        found.artifact(artifact)?;
+    }
+    Ok(Roots { manifests: found.roots.into_iter().collect(), linked_programs: found.linked })
+}
+
+/// What [`root_manifests`] has found so far.
+struct Found<'a> {
+    ws: &'a Workspace,
+    /// The manifests' folder.
+    dir: &'a Path,
+    /// The programs that the run compiled ([`recorded_programs`]).
+    recorded: Vec<(String, PathBuf)>,
+    /// The root crates' manifests.
+    roots: BTreeSet<PathBuf>,
+    /// [`Roots::linked_programs`].
+    linked: Vec<PathBuf>,
+}
+
+impl Found<'_> {
+    /// Adds the manifest `<dir>/<name>.json` of the root crate of `artifact`; fails if it is
+    /// missing.
+    fn add(&mut self, artifact: &Value, name: &str) -> Result<()> {
+        let path = self.dir.join(format!("{name}.json"));
+        if !path.is_file() {
+            return fail(format!(
+                "the host pass wrote no manifest for the crate `{}` ({} is missing); remove {} \
+                 and build again",
+                artifact["target"]["name"].as_str().unwrap_or(name),
+                path.display(),
+                self.ws.target_dir.join("offload/host").display()
+            ));
+        }
+        self.roots.insert(path);
+        Ok(())
+    }
+
+    /// Adds what the root `artifact` (a workspace crate built for the target) has: a library's
+    /// manifest, a test's, a program's ([`Found::program`]); a build script has none.
+    fn artifact(&mut self, artifact: &Value) -> Result<()> {
         let files: Vec<&str> = artifact["filenames"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
             .collect();
-        // A library (a `cdylib` too, maybe, whose shared object shares the library's name).
-        // (An `rlib` without `.rmeta`: cargo pipelines no crate that is also a `cdylib`; the
-        // one in `deps` rather than cargo's copy of a root library's, which has no extra
-        // filename, where cargo names both. A path package's `cdylib` crate has none anyway.)
-        let in_deps = |f: &&&str| Path::new(f).parent().is_some_and(|d| d.ends_with("deps"));
-        let rlibs = || files.iter().filter(|f| f.ends_with(".rlib"));
-        let library = files
-            .iter()
-            .find(|f| f.ends_with(".rmeta"))
-            .or_else(|| rlibs().find(in_deps))
-            .or_else(|| rlibs().next());
-        if let Some(rmeta) = library {
+        if let Some(rmeta) = library_file(&files) {
             let stem = Path::new(rmeta).file_stem().unwrap_or_default().to_string_lossy();
             let name = stem.strip_prefix("lib").unwrap_or(&stem);
-            add(name)?;
+            self.add(artifact, name)?;
             let shared = Path::new(rmeta).with_file_name(format!("lib{name}.so"));
             if shared.is_file() {
-                linked_programs.push(shared);
+                self.linked.push(shared);
             }
-            continue;
+            return Ok(());
         }
         let target = &artifact["target"];
         let kinds = target["kind"].as_array().into_iter().flatten().filter_map(Value::as_str);
@@ -101,37 +114,47 @@ pub(crate) fn root_manifests(
         let links = test
             || types.filter_map(Value::as_str).any(|t| matches!(t, "bin" | "cdylib" | "dylib"));
         if build_script || !links {
-            continue;
+            return Ok(());
         }
         // Cargo lists only the files that exist: a program that this run compiled (and did
         // not link) has no file yet, but its executable is named.
         let mut programs: Vec<&str> = files.into_iter().filter(|f| f.ends_with(".so")).collect();
         programs.extend(artifact["executable"].as_str());
-        if test {
-            for file in programs {
-                let path = Path::new(file);
-                add(&path.file_stem().unwrap_or_default().to_string_lossy())?;
-                // A run that does not link removed the test programs it compiled.
-                if path.is_file() {
-                    linked_programs.push(path.to_path_buf());
-                }
-            }
-            continue;
+        if !test {
+            return self.program(artifact, &programs);
         }
+        for file in programs {
+            let path = Path::new(file);
+            self.add(artifact, &path.file_stem().unwrap_or_default().to_string_lossy())?;
+            // A run that does not link removed the test programs it compiled.
+            if path.is_file() {
+                self.linked.push(path.to_path_buf());
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the manifest of the program or `cdylib` of `artifact`, not a test, whose files
+    /// cargo names `programs`: the wrapper recorded it, or its file is a hard link of the one
+    /// that rustc wrote ([`linked_from`]).
+    fn program(&mut self, artifact: &Value, programs: &[&str]) -> Result<()> {
+        let target = &artifact["target"];
         let source = target["src_path"].as_str().unwrap_or("");
         let source = fs::canonicalize(source).unwrap_or_else(|_| PathBuf::from(source));
-        if let Some((name, _)) = recorded.iter().find(|(_, s)| *s == source) {
-            add(name)?;
+        if let Some((name, _)) = self.recorded.iter().find(|(_, s)| *s == source) {
+            let name = name.clone();
+            self.add(artifact, &name)?;
             // Compiled and linked by a run that links.
-            linked_programs.extend(programs.first().and_then(|p| linked_from(Path::new(p))));
-            continue;
+            self.linked.extend(programs.first().and_then(|p| linked_from(Path::new(p))));
+            return Ok(());
         }
+        let host = self.ws.target_dir.join("offload/host");
         let name = target["name"].as_str().unwrap_or("");
         let Some(program) = programs.first().map(Path::new) else {
             return fail(format!(
                 "the host pass neither compiled the program `{name}` nor names a file of it; \
                  remove {} and build again",
-                ws.target_dir.join("offload/host").display()
+                host.display()
             ));
         };
         let Some(linked) = linked_from(program) else {
@@ -139,15 +162,31 @@ pub(crate) fn root_manifests(
                 "cannot tell which manifest the host pass wrote for {} (neither compiled by \
                  this build nor a hard link of the file rustc wrote); remove {} and build again",
                 program.display(),
-                ws.target_dir.join("offload/host").display()
+                host.display()
             ));
         };
         let file_name = linked.file_name().unwrap_or_default().to_string_lossy();
         let file_name = file_name.strip_prefix("lib").unwrap_or(&file_name);
-        add(file_name.strip_suffix(".so").unwrap_or(file_name))?;
-        linked_programs.push(linked);
+        self.add(artifact, file_name.strip_suffix(".so").unwrap_or(file_name))?;
+        self.linked.push(linked);
+        Ok(())
     }
-    Ok(Roots { manifests: roots.into_iter().collect(), linked_programs })
+}
+
+/// The file among an artifact's `files` whose name is its library's manifest's: its `.rmeta`,
+/// or else its `rlib` (a `cdylib` too, maybe, whose shared object shares the library's name).
+/// (An `rlib` without `.rmeta`: cargo pipelines no crate that is also a `cdylib`; the one in
+/// `deps` rather than cargo's copy of a root library's, which has no extra filename, where
+/// cargo names both. A path package's `cdylib` crate has none anyway.) `None` for no library.
+fn library_file<'a>(files: &[&'a str]) -> Option<&'a str> {
+    let in_deps = |f: &&&str| Path::new(f).parent().is_some_and(|d| d.ends_with("deps"));
+    let rlibs = || files.iter().filter(|f| f.ends_with(".rlib"));
+    let library = files
+        .iter()
+        .find(|f| f.ends_with(".rmeta"))
+        .or_else(|| rlibs().find(in_deps))
+        .or_else(|| rlibs().next());
+    library.copied()
 }
 
 /// The programs that the wrapper recorded in `programs` (a folder): name

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::util::{Failure, Result};
+use crate::util::{Context, Result};
 
 /// The seal's line for `bytes` of a file: `sha256 <hex> <length>`.
 fn seal_line(digest: &[u8], length: u64) -> String {
@@ -52,8 +52,7 @@ pub(crate) fn seal_path(path: &Path) -> PathBuf {
 /// Seals the complete file at `path` (see the module's doc); writes the seal only when it
 /// changed. Fails, naming the file, if it cannot be read or the seal cannot be written.
 pub(crate) fn seal(path: &Path) -> Result<()> {
-    let line = content_line(path)
-        .map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;
+    let line = content_line(path).context_read(path)?;
     let seal = seal_path(path);
     if fs::read_to_string(&seal).is_ok_and(|old| old == line) {
         return Ok(());
@@ -67,10 +66,12 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".tmp{}", std::process::id()));
     let temporary = path.with_file_name(name);
-    fs::write(&temporary, bytes).and_then(|()| fs::rename(&temporary, path)).map_err(|e| {
-        let _ = fs::remove_file(&temporary);
-        Failure::new(format!("cannot write {}: {e}", path.display()))
-    })
+    fs::write(&temporary, bytes)
+        .and_then(|()| fs::rename(&temporary, path))
+        .inspect_err(|_| {
+            let _ = fs::remove_file(&temporary);
+        })
+        .context_write(path)
 }
 
 /// Whether the file at `path` exists and its seal matches its content. The length is compared

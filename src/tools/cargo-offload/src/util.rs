@@ -1,12 +1,10 @@
 //! What every part of `cargo offload` shares: its failures ([`Failure`]: one line and an exit
-//! status), writing files only when their content changed, and forgetting the output of
-//! another compiler build.
+//! status), and writing files only when their content changed.
 
+use std::fmt::Display;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
-
-use offload_targets::identity::driver_identity;
 
 use crate::env;
 
@@ -39,6 +37,50 @@ impl From<offload_manifest_format::Error> for Failure {
 
 /// What may fail with a [`Failure`].
 pub(crate) type Result<T> = std::result::Result<T, Failure>;
+
+/// Makes the error of what failed (an I/O error, mostly) a [`Failure`] with exit status 1 whose
+/// line says what was done, then the error: `cannot read <path>: <error>`. Each message shape
+/// is written here once.
+pub(crate) trait Context<T>: Sized {
+    /// The failure `<what>: <error>`; `what` is made only on failure.
+    fn context(self, what: impl FnOnce() -> String) -> Result<T>;
+
+    /// The failure `cannot read <path>: <error>`.
+    fn context_read(self, path: impl AsRef<Path>) -> Result<T> {
+        self.context(|| format!("cannot read {}", path.as_ref().display()))
+    }
+
+    /// The failure `cannot write <path>: <error>`.
+    fn context_write(self, path: impl AsRef<Path>) -> Result<T> {
+        self.context(|| format!("cannot write {}", path.as_ref().display()))
+    }
+
+    /// The failure `cannot create <path>: <error>` (a folder, or a file made empty).
+    fn context_create(self, path: impl AsRef<Path>) -> Result<T> {
+        self.context(|| format!("cannot create {}", path.as_ref().display()))
+    }
+
+    /// The failure `cannot remove <path>: <error>`.
+    fn context_remove(self, path: impl AsRef<Path>) -> Result<T> {
+        self.context(|| format!("cannot remove {}", path.as_ref().display()))
+    }
+
+    /// The failure `cannot lock <path>: <error>`.
+    fn context_lock(self, path: impl AsRef<Path>) -> Result<T> {
+        self.context(|| format!("cannot lock {}", path.as_ref().display()))
+    }
+
+    /// The failure `cannot run <program>: <error>` (`program`: its name or path, as shown).
+    fn context_run(self, program: impl Display) -> Result<T> {
+        self.context(|| format!("cannot run {program}"))
+    }
+}
+
+impl<T, E: Display> Context<T> for std::result::Result<T, E> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| Failure::new(format!("{}: {e}", what())))
+    }
+}
 
 /// A [`Failure`] with exit status 1.
 pub(crate) fn fail<T>(message: impl Into<String>) -> Result<T> {
@@ -82,64 +124,14 @@ pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     if fs::read(path).ok().as_deref() == Some(bytes) {
         return Ok(false);
     }
-    fs::write(path, bytes)
-        .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display())))?;
+    fs::write(path, bytes).context_write(path)?;
     Ok(true)
 }
 
 /// Copies `from` to `to` unless `to` holds its content already; returns whether it wrote.
 pub(crate) fn copy_if_changed(from: &Path, to: &Path) -> Result<bool> {
-    let bytes =
-        fs::read(from).map_err(|e| Failure::new(format!("cannot read {}: {e}", from.display())))?;
+    let bytes = fs::read(from).context_read(from)?;
     write_if_changed(to, &bytes)
-}
-
-/// Removes what `cargo offload` built with another compiler build. Builds of the fork share
-/// `rustc -vV` (the upstream version and commit), which is all that cargo's fingerprints see
-/// of the compiler, so cargo would keep rmeta files, manifests and images of an older build
-/// as fresh; the identity here adds the size and modification time of the compiler's driver
-/// library. Recorded in `<dir>/compiler`.
-pub(crate) fn forget_other_compilers_output(dir: &Path) -> Result<()> {
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let run = |args: &[&str]| {
-        Command::new(&rustc)
-            .args(args)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-    };
-    let version = run(&["-vV"]).map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
-    let sysroot =
-        run(&["--print", "sysroot"]).map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
-    let mut identity = version;
-    identity.push_str(&driver_identity(Path::new(sysroot.trim())).join("\n"));
-    // The device sysroot's `core` may be rebuilt while the compiler stays: cargo does not track
-    // sysroot libraries, so the device passes' outputs would still name the older one.
-    if let Some(sysroot) = std::env::var_os(env::DEVICE_SYSROOT) {
-        identity
-            .push_str(&fs::read_to_string(Path::new(&sysroot).join("stamp")).unwrap_or_default());
-    }
-    let record = dir.join("compiler");
-    // Without a record, whatever is there came from an unknown compiler.
-    let previous = fs::read_to_string(&record).ok();
-    if previous.as_deref() == Some(identity.as_str()) {
-        return Ok(());
-    }
-    if let Ok(entries) = fs::read_dir(dir) {
-        let entries: Vec<_> = entries.flatten().collect();
-        if !entries.is_empty() {
-            eprintln!(
-                "[cargo offload] the compiler changed since the last build: rebuilding all passes"
-            );
-        }
-        for entry in entries {
-            let path = entry.path();
-            let _ = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
-        }
-    }
-    fs::create_dir_all(dir)
-        .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
-    fs::write(&record, identity)
-        .map_err(|e| Failure::new(format!("cannot write {}: {e}", record.display())))
 }
 
 /// `s` as owned strings, as arguments arrive.

@@ -10,7 +10,7 @@ use offload_targets::{Arg, Role, Tools};
 
 use crate::args::Arch;
 use crate::env;
-use crate::util::{Failure, Result, copy_if_changed, fail};
+use crate::util::{Context, Failure, Result, copy_if_changed, fail};
 
 /// An LLVM tool: from `CARGO_OFFLOAD_LLVM_BIN` (default `/usr/lib/llvm-22/bin`) where it is
 /// there, else by its name on `PATH`.
@@ -49,9 +49,7 @@ pub(crate) fn tool(
     for a in args {
         cmd.arg(a);
     }
-    let out = cmd
-        .output()
-        .map_err(|e| Failure::new(format!("{what}: cannot run `{}`: {e}", program.display())))?;
+    let out = cmd.output().context(|| format!("{what}: cannot run `{}`", program.display()))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         return fail(format!("{what}: `{}` refused it: {}", program.display(), stderr.trim()));
@@ -114,9 +112,8 @@ impl ToolRecord {
         }
         let mut key = text.into_bytes();
         for input in inputs {
-            let bytes = fs::read(input).map_err(|e| {
-                Failure::new(format!("{what}: cannot read {}: {e}", input.display()))
-            })?;
+            let bytes =
+                fs::read(input).context(|| format!("{what}: cannot read {}", input.display()))?;
             key.extend_from_slice(format!("{} bytes\n", bytes.len()).as_bytes());
             key.extend_from_slice(&bytes);
         }
@@ -134,7 +131,7 @@ impl ToolRecord {
     pub(crate) fn forget(&self, what: &str) -> Result<()> {
         match fs::remove_file(&self.path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                fail(format!("{what}: cannot remove {}: {e}", self.path.display()))
+                Err(e).context(|| format!("{what}: cannot remove {}", self.path.display()))
             }
             _ => Ok(()),
         }

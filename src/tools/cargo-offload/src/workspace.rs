@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::util::{Failure, Result};
+use crate::util::{Context, Failure, Result};
 
 /// What `cargo metadata --no-deps` tells about the workspace.
 pub(crate) struct Workspace {
@@ -139,10 +139,7 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
     let mut cmd = Command::new(cargo);
     cmd.args(["metadata", "--no-deps", "--format-version", "1"]);
     cmd.args(manifest_path_args(cargo_args));
-    let out = cmd
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| Failure::new(format!("cannot run cargo: {e}")))?;
+    let out = cmd.stderr(Stdio::inherit()).output().context_run("cargo")?;
     if !out.status.success() {
         return Err(Failure::new("`cargo metadata` failed (above)"));
     }
@@ -320,8 +317,7 @@ fn program_selector(kinds: &[&str], name: &str) -> Option<Vec<String>> {
 /// What `rustc -vV` prints of the toolchain's rustc (`RUSTC`, or `rustc` on `PATH`): its
 /// version, commit and host.
 pub(crate) fn rustc_version() -> Result<String> {
-    let out =
-        rustc().arg("-vV").output().map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
+    let out = rustc().arg("-vV").output().context_run("rustc")?;
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -360,7 +356,7 @@ pub(crate) fn check_gpu_archs(
                 let out = rustc()
                     .args(["--print", "target-cpus", "--target", &arch.target])
                     .output()
-                    .map_err(|e| Failure::new(format!("cannot run rustc: {e}")))?;
+                    .context_run("rustc")?;
                 let listing = String::from_utf8_lossy(&out.stdout).into_owned();
                 // Without a listing (an old rustc, a failure) the device pass reports it.
                 if !out.status.success() || target_cpus(&listing).is_empty() {

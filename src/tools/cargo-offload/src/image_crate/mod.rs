@@ -1,79 +1,23 @@
 //! The crate that the device passes build ([`IMAGE_CRATE`]), generated under
-//! `<target dir>/offload/image` ([`write_image_crate`]), and where each device pass takes its
-//! `core` from ([`device_core`]).
+//! `<target dir>/offload/image` ([`write_image_crate`]), or the program that builds the images
+//! in its place ([`ImageBuilder`]). Which crates define each kernel is the part of the module
+//! [`mod@kernel_crates`], and where each device pass takes its `core` from that of
+//! [`mod@device_core`].
+
+mod device_core;
+mod kernel_crates;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use offload_manifest_format::{GenericArg, Kernel, Manifest, Ty};
+use offload_manifest_format::Manifest;
 use serde_json::Value;
 
-use crate::args::Arch;
-use crate::env;
-use crate::util::{Failure, Result, fail, write_if_changed};
-use crate::workspace::{LibrarySource, Program, Workspace, built_for, toml_string};
-
-/// Where the `core` of a device pass comes from.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum DeviceCore {
-    /// The device sysroot ([`env::DEVICE_SYSROOT`]) has the target's `core`.
-    Toolchain(PathBuf),
-    /// `-Zbuild-std=core`: built from the toolchain's library source for the project, with the
-    /// device pass's flags (`--build-std`, or no device sysroot).
-    BuildStd,
-}
-
-impl DeviceCore {
-    /// How the progress line of a device pass names it.
-    pub(crate) fn describe(&self) -> &'static str {
-        match self {
-            DeviceCore::Toolchain(_) => "the toolchain's core",
-            DeviceCore::BuildStd => "core built from source",
-        }
-    }
-}
-
-/// The note of a device pass of `arch` whose `core` is built from source although `--build-std`
-/// was not asked for: no device sysroot is set.
-pub(crate) fn no_device_sysroot_note(arch: &Arch) -> String {
-    format!(
-        "note: {} is not set, so `core` is built from source for `{}` (`-Zbuild-std=core`)",
-        env::DEVICE_SYSROOT,
-        arch.name
-    )
-}
-
-/// The `core` of `arch`'s device pass: `-Zbuild-std=core` when `build_std` is asked for or no
-/// device sysroot is set (the device pass then prints [`no_device_sysroot_note`]), the device
-/// sysroot otherwise. A device sysroot without the target's `core` is an error that names the
-/// folder it looked in.
-pub(crate) fn device_core(arch: &Arch, build_std: bool) -> Result<DeviceCore> {
-    if build_std {
-        return Ok(DeviceCore::BuildStd);
-    }
-    let Some(sysroot) = std::env::var_os(env::DEVICE_SYSROOT).filter(|v| !v.is_empty()) else {
-        return Ok(DeviceCore::BuildStd);
-    };
-    let sysroot = PathBuf::from(sysroot);
-    let lib = sysroot.join("lib/rustlib").join(&arch.target).join("lib");
-    let has_core = fs::read_dir(&lib).into_iter().flatten().flatten().any(|e| {
-        let name = e.file_name().to_string_lossy().into_owned();
-        name.starts_with("libcore-") && name.ends_with(".rlib")
-    });
-    if !has_core {
-        return fail(format!(
-            "the device sysroot has no `core` for `{}` ({} holds no libcore-*.rlib; \
-             {}={}): rebuild the toolchain (`./x.py build`), or pass `--build-std` to build \
-             `core` from source",
-            arch.target,
-            lib.display(),
-            env::DEVICE_SYSROOT,
-            sysroot.display()
-        ));
-    }
-    Ok(DeviceCore::Toolchain(sysroot))
-}
+pub(crate) use self::device_core::{DeviceCore, device_core, no_device_sysroot_note};
+use self::kernel_crates::kernel_crates;
+use crate::util::{Context, Result, fail, write_if_changed};
+use crate::workspace::{Program, Workspace, built_for, toml_string};
 
 /// The crate that builds the device images: it depends on every library (of the workspace or of
 /// a path, registry or git dependency) that defines a launched kernel, and the merged manifest
@@ -142,8 +86,7 @@ pub(crate) fn image_builder(
         }
     }
     let image = dir.join("image");
-    fs::create_dir_all(&image)
-        .map_err(|e| Failure::new(format!("cannot create {}: {e}", image.display())))?;
+    fs::create_dir_all(&image).context_create(&image)?;
     let mut programs = programs.into_iter();
     let Some(krate) = programs.next() else {
         let wrote = write_image_crate(&image, ws, manifest, features, libraries.iter())?;
@@ -268,149 +211,13 @@ fn write_image_crate<'a>(
     if let Ok(lock) = fs::read(ws.root.join("Cargo.lock")) {
         let copied = image.join("Cargo.lock.workspace");
         if fs::read(&copied).ok() != Some(lock.clone()) || !image.join("Cargo.lock").is_file() {
-            let write = |path: PathBuf| {
-                fs::write(&path, &lock)
-                    .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display())))
-            };
+            let write = |path: PathBuf| fs::write(&path, &lock).context_write(&path);
             write(image.join("Cargo.lock"))?;
             write(copied)?;
             wrote = true;
         }
     }
     Ok(wrote)
-}
-
-/// The crates that define `kernel`, an entry of `manifest`: libraries of the workspace or of its
-/// dependencies (which the image crate depends on) or programs ([`Workspace::programs`], which
-/// build the image themselves). That is the crate that defines it, with the crates that define
-/// the types of its generic arguments ([`type_crates`]: `kern::scale::<app_lib::Pixel>` needs
-/// `app_lib`, whose type and trait impls the device pass must see); for a kernel declared in an
-/// `extern` block (the 1.95 style, named by its link name), the crates of the workspace and its
-/// dependencies that the compiler saw remove an item of that name by `cfg` in their host build
-/// (the entry's `defined_in`), else the libraries that launch it, else every library of the
-/// crate graph that is in the workspace or a path dependency, one of which must define it (the
-/// device pass names a link name that none defines). A kernel of a crate name that two
-/// dependencies build ([`Workspace::ambiguous`]) is an error that names them.
-fn kernel_crates(ws: &Workspace, manifest: &Manifest, kernel: &Kernel) -> Result<Vec<String>> {
-    let text = &kernel.kernel;
-    if let Some(krate) = kernel.defining_crate() {
-        known_crate(ws, text, krate, Need::Definition)?;
-        let mut crates = vec![krate.to_string()];
-        for ty_crate in type_crates(kernel.args.as_deref().unwrap_or_default()) {
-            // The sysroot's crates are in every device pass's graph already.
-            if ty_crate != krate && !matches!(ty_crate, "core" | "alloc" | "std") {
-                known_crate(ws, text, ty_crate, Need::TypeArgument)?;
-                crates.push(ty_crate.to_string());
-            }
-        }
-        return Ok(crates);
-    }
-    let known = |c: &&String| ws.libraries.contains_key(*c) || ws.programs.contains_key(*c);
-    let defined_in: Vec<String> =
-        kernel.defined_in.iter().flatten().filter(known).cloned().collect();
-    if !defined_in.is_empty() {
-        return Ok(defined_in);
-    }
-    let launchers = &kernel.launched_by;
-    let libraries: Vec<String> =
-        launchers.iter().filter(|c| ws.libraries.contains_key(*c)).cloned().collect();
-    if !libraries.is_empty() {
-        return Ok(libraries);
-    }
-    // Registry and git crates are left out: most of those in a graph are `std` crates that no
-    // kernel needs (`libc`, say), which would not build for a GPU.
-    let nearby = |c: &&String| {
-        ws.libraries.get(*c).is_some_and(|l| matches!(l.source, LibrarySource::Path(_)))
-    };
-    let crates: Vec<String> = manifest.crate_graph.iter().filter(nearby).cloned().collect();
-    if crates.is_empty() {
-        return fail(format!(
-            "kernel `{text}` is declared in an `extern` block (the 1.95 style) and no crate of \
-             this workspace ({}) defines it: the compiler finds the `#[no_mangle]` definition \
-             of `{text}` in a crate whose host build removes that function by `cfg` (for \
-             example `#[cfg(offload_device)]` on the function, not on a module around it), or \
-             in a library of the crate graph",
-            ws.root.display()
-        ));
-    }
-    Ok(crates)
-}
-
-/// What a kernel instance needs a crate for ([`known_crate`]).
-#[derive(Clone, Copy)]
-enum Need {
-    /// The crate defines the kernel.
-    Definition,
-    /// The crate defines a type in the instance's generic arguments.
-    TypeArgument,
-}
-
-/// Checks that crate `krate`, which kernel `text` needs for `need`, is one that a device pass
-/// can build: a library of the workspace or of its dependencies ([`Workspace::libraries`]) or a
-/// program of the workspace, and that only one package of the build has a library of that name
-/// ([`Workspace::ambiguous`]). Errors name the kernel, the crate and the packages.
-fn known_crate(ws: &Workspace, text: &str, krate: &str, need: Need) -> Result<()> {
-    let role = match need {
-        Need::Definition => "is defined in crate",
-        Need::TypeArgument => "has a generic argument of a type of crate",
-    };
-    if let Some(ids) = ws.ambiguous.get(krate) {
-        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-        return fail(format!(
-            "kernel `{text}` {role} `{krate}`, and two or more packages of the build have a \
-             library of that name (`{}`): the device passes can build one of them; make the \
-             build use one (`cargo tree -i {}` shows who pulls in each)",
-            ids.join("`, `"),
-            ws.libraries[krate].package
-        ));
-    }
-    if !ws.libraries.contains_key(krate) && !ws.programs.contains_key(krate) {
-        return fail(format!(
-            "kernel `{text}` {role} `{krate}`, which is neither a crate of this workspace ({}) \
-             nor a library that its host build compiled: cargo offload builds the device images \
-             from the libraries and programs of the workspace and of its dependencies{}",
-            ws.root.display(),
-            match need {
-                Need::Definition => "",
-                Need::TypeArgument => {
-                    " (a type defined in a test, a bench or a build script cannot be one)"
-                }
-            }
-        ));
-    }
-    Ok(())
-}
-
-/// The crates of the ADTs in the generic arguments `args` of a kernel instance, at any depth
-/// (`Option<lib::Pixel>`, `&[(lib::Pixel, other::Tag)]`), in the order of their first
-/// appearance. The manifest names each ADT by its crate (`ItemPath::krate`); the device pass
-/// resolves it by its `DefPathHash`, which needs that crate in its graph.
-fn type_crates(args: &[GenericArg]) -> Vec<&str> {
-    fn walk<'a>(ty: &'a Ty, out: &mut Vec<&'a str>) {
-        match ty {
-            Ty::Adt(item, args) => {
-                if !out.contains(&item.krate.as_str()) {
-                    out.push(&item.krate);
-                }
-                args_of(args, out);
-            }
-            Ty::Ref { ty, .. } | Ty::Ptr { ty, .. } | Ty::Array(ty, _) | Ty::Slice(ty) => {
-                walk(ty, out)
-            }
-            Ty::Tuple(tys) => tys.iter().for_each(|ty| walk(ty, out)),
-            Ty::Bool | Ty::Char | Ty::Str | Ty::Never | Ty::Num(_) => {}
-        }
-    }
-    fn args_of<'a>(args: &'a [GenericArg], out: &mut Vec<&'a str>) {
-        for arg in args {
-            if let GenericArg::Type(ty) = arg {
-                walk(ty, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    args_of(args, &mut out);
-    out
 }
 
 /// The features that cargo resolved for each library (of the workspace or of a dependency,
@@ -455,15 +262,15 @@ pub(crate) fn resolved_features(
 
 #[cfg(test)]
 mod tests {
-    use offload_manifest_format::{FORMAT_VERSION, ItemPath, MAGIC};
+    use offload_manifest_format::{FORMAT_VERSION, ItemPath, Kernel, MAGIC};
     use serde_json::json;
 
     use super::*;
-    use crate::util::strings;
-    use crate::workspace::Library;
+    use crate::util::{Failure, strings};
+    use crate::workspace::{Library, LibrarySource};
 
     /// A manifest of crate `krate` with `graph` and `kernels`.
-    fn manifest_of(krate: &str, graph: &[&str], kernels: Vec<Kernel>) -> Manifest {
+    pub(super) fn manifest_of(krate: &str, graph: &[&str], kernels: Vec<Kernel>) -> Manifest {
         Manifest {
             magic: MAGIC.to_string(),
             format_version: FORMAT_VERSION,
@@ -476,7 +283,7 @@ mod tests {
 
     /// The kernel `text` defined in crate `item` (by identity), or declared (by link name)
     /// when `item` is `None`, and launched by `launched_by`.
-    fn kernel(text: &str, item: Option<&str>, launched_by: &[&str]) -> Kernel {
+    pub(super) fn kernel(text: &str, item: Option<&str>, launched_by: &[&str]) -> Kernel {
         let item = item.map(|krate| ItemPath {
             krate: krate.to_string(),
             crate_source: "0123456789abcdef".to_string(),
@@ -497,7 +304,7 @@ mod tests {
 
     /// A workspace with `libraries` and the programs `app` (a `bin`) and `guide` (a `cdylib`
     /// that defines 1.95-style kernels).
-    fn workspace(libraries: &[&str]) -> Workspace {
+    pub(super) fn workspace(libraries: &[&str]) -> Workspace {
         let program = |selector: &[&str]| Program {
             package: "app".to_string(),
             selector: selector.iter().map(|s| s.to_string()).collect(),
@@ -525,7 +332,7 @@ mod tests {
 
     /// The `compiler-artifact` message of library `name` of package `id` (its manifest in
     /// `dir`), built for the host with `features`.
-    fn library_artifact(id: &str, name: &str, dir: &str, features: &[&str]) -> Value {
+    pub(super) fn library_artifact(id: &str, name: &str, dir: &str, features: &[&str]) -> Value {
         let file = format!("/ws/target/x86_64-unknown-linux-gnu/debug/deps/lib{name}.rmeta");
         json!({
             "package_id": id, "manifest_path": format!("{dir}/Cargo.toml"),
@@ -536,7 +343,7 @@ mod tests {
     /// [`workspace`] with the path dependency `dep` (package `the-dep`, outside the workspace,
     /// built with feature `f`), the registry dependency `reg` and two packages of crate name
     /// `twice`.
-    fn with_dependencies(mut ws: Workspace) -> Workspace {
+    pub(super) fn with_dependencies(mut ws: Workspace) -> Workspace {
         let artifacts = [
             library_artifact(
                 "path+file:///elsewhere/dep#the-dep@0.3.0",
@@ -558,151 +365,10 @@ mod tests {
     }
 
     /// A fresh folder for one test.
-    fn scratch(test: &str) -> PathBuf {
+    pub(super) fn scratch(test: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("cargo-offload-{test}-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         dir
-    }
-
-    #[test]
-    fn kernels_pick_the_crates_that_define_them() {
-        let dir = scratch("kernel-crates");
-        let ws = workspace(&["kern", "k195", "host_only"]);
-        let manifest = manifest_of("app", &["app", "k195", "host_only", "core"], Vec::new());
-        let defined = kernel("kern::k", Some("kern"), &[]);
-        assert_eq!(kernel_crates(&ws, &manifest, &defined).ok(), Some(vec!["kern".to_string()]));
-        let in_program = kernel("app::k", Some("app"), &[]);
-        assert_eq!(kernel_crates(&ws, &manifest, &in_program).ok(), Some(vec!["app".to_string()]));
-        let outside = kernel("dep::k", Some("dep"), &[]);
-        let Err(Failure(message, 1)) = kernel_crates(&ws, &manifest, &outside) else {
-            panic!("a kernel outside the workspace accepted")
-        };
-        assert!(message.contains("`dep`, which is neither a crate of this workspace"), "{message}");
-        // A path dependency outside the workspace defines kernels like a workspace library.
-        let ws_deps = with_dependencies(workspace(&["kern", "k195", "host_only"]));
-        assert_eq!(
-            kernel_crates(&ws_deps, &manifest, &outside).ok(),
-            Some(vec!["dep".to_string()])
-        );
-        let launched_inside = kernel("dep_k", None, &["dep", "app"]);
-        assert_eq!(
-            kernel_crates(&ws_deps, &manifest, &launched_inside).ok(),
-            Some(vec!["dep".to_string()])
-        );
-        // A registry (or git) dependency's kernel, like a path dependency's.
-        let registry = kernel("reg::k", Some("reg"), &["app"]);
-        assert_eq!(
-            kernel_crates(&ws_deps, &manifest, &registry).ok(),
-            Some(vec!["reg".to_string()])
-        );
-        // A crate name of two packages: an error that names both.
-        let twice = kernel("twice::k", Some("twice"), &["app"]);
-        let Err(Failure(message, 1)) = kernel_crates(&ws_deps, &manifest, &twice) else {
-            panic!("a kernel of an ambiguous crate name accepted")
-        };
-        assert!(
-            message.contains(
-                "(`registry+https://r/index#twice@1.0.0`, `registry+https://r/index#twice@2.0.0`)"
-            ) && message.contains("`cargo tree -i twice`"),
-            "{message}"
-        );
-        let unknown = kernel("far::k", Some("far"), &["app"]);
-        let Err(Failure(message, 1)) = kernel_crates(&ws_deps, &manifest, &unknown) else {
-            panic!("a kernel of an unknown crate accepted")
-        };
-        assert!(message.contains("`far`, which is neither a crate of this workspace"), "{message}");
-        // 1.95 style: the crates where the compiler saw the definition removed by `cfg`, else
-        // the launching libraries, else the workspace libraries of the graph (not a registry
-        // crate).
-        let by_lib = kernel("k195_scale", None, &["k195", "app"]);
-        assert_eq!(kernel_crates(&ws, &manifest, &by_lib).ok(), Some(vec!["k195".to_string()]));
-        let by_program = kernel("k195_scale", None, &["app"]);
-        assert_eq!(
-            kernel_crates(&ws, &manifest, &by_program).ok(),
-            Some(vec!["k195".to_string(), "host_only".to_string()])
-        );
-        let with_reg = manifest_of("app", &["app", "k195", "reg", "core"], Vec::new());
-        assert_eq!(
-            kernel_crates(&ws_deps, &with_reg, &by_program).ok(),
-            Some(vec!["k195".to_string()])
-        );
-        let mut by_guide = kernel("g", None, &["guide"]);
-        let alone = manifest_of("guide", &["guide", "core"], Vec::new());
-        // Without `defined_in` nothing says that the program defines `g`: not its source text.
-        let Err(Failure(message, 1)) = kernel_crates(&ws, &alone, &by_guide) else {
-            panic!("a 1.95-style kernel without a defining crate accepted")
-        };
-        assert!(message.contains("no crate of this workspace") && message.contains("`cfg`"));
-        by_guide.defined_in = Some(strings(&["guide", "libc"]));
-        assert_eq!(kernel_crates(&ws, &alone, &by_guide).ok(), Some(vec!["guide".to_string()]));
-        let mut in_lib = kernel("k195_scale", None, &["app"]);
-        in_lib.defined_in = Some(strings(&["host_only"]));
-        assert_eq!(
-            kernel_crates(&ws, &manifest, &in_lib).ok(),
-            Some(vec!["host_only".to_string()])
-        );
-        fs::remove_dir_all(&dir).unwrap();
-    }
-
-    /// The ADT `krate::T<args>` as a generic argument.
-    fn adt(krate: &str, args: Vec<GenericArg>) -> Ty {
-        let item =
-            ItemPath { krate: krate.to_string(), crate_source: "0".repeat(16), path: Vec::new() };
-        Ty::Adt(item, args)
-    }
-
-    #[test]
-    fn a_kernels_type_arguments_bring_their_crates() {
-        let ws = with_dependencies(workspace(&["kern", "pixels", "tags"]));
-        let manifest = manifest_of("app", &["app", "kern", "pixels", "tags", "core"], Vec::new());
-        let mut scale = kernel("kern::scale::<...>", Some("kern"), &["pixels"]);
-        // `&[(Option<pixels::Pixel<tags::Tag>>, [kern::Own; 2])]`, `u32` and
-        // `core::num::Wrapping<f32>`.
-        let nested = adt(
-            "core",
-            vec![GenericArg::Type(adt(
-                "pixels",
-                vec![GenericArg::Type(adt("tags", vec![GenericArg::Lifetime]))],
-            ))],
-        );
-        let own = Ty::Array(Box::new(adt("kern", Vec::new())), 2);
-        let slice = Ty::Slice(Box::new(Ty::Tuple(vec![nested, own])));
-        scale.args = Some(vec![
-            GenericArg::Type(Ty::Ref { mutable: false, ty: Box::new(slice) }),
-            GenericArg::Type(Ty::Num("u32".to_string())),
-            GenericArg::Type(adt("core", vec![GenericArg::Type(Ty::Num("f32".to_string()))])),
-        ]);
-        assert_eq!(
-            kernel_crates(&ws, &manifest, &scale).ok(),
-            Some(strings(&["kern", "pixels", "tags"])),
-            "the kernel's crate, then its arguments' crates, each once, no sysroot crate"
-        );
-        // A type of a program: the program builds the image (`image_builder`).
-        scale.args = Some(vec![GenericArg::Type(Ty::Ptr {
-            mutable: true,
-            ty: Box::new(adt("app", Vec::new())),
-        })]);
-        assert_eq!(kernel_crates(&ws, &manifest, &scale).ok(), Some(strings(&["kern", "app"])));
-        for (krate, says) in [
-            (
-                "far",
-                "`far`, which is neither a crate of this workspace (/ws) nor a library that \
-                     its host build compiled: cargo offload builds the device images from the \
-                     libraries and programs of the workspace and of its dependencies (a type \
-                     defined in a test, a bench or a build script cannot be one)",
-            ),
-            ("twice", "`cargo tree -i twice`"),
-        ] {
-            scale.args = Some(vec![GenericArg::Type(adt(krate, Vec::new()))]);
-            let Err(Failure(message, 1)) = kernel_crates(&ws, &manifest, &scale) else {
-                panic!("a type argument of crate `{krate}` accepted")
-            };
-            assert!(
-                message.contains("kernel `kern::scale::<...>` has a generic argument of a type")
-                    && message.contains(says),
-                "{message}"
-            );
-        }
     }
 
     /// The cases of where a launched kernel is defined (a library, a path or registry dependency,
@@ -872,31 +538,6 @@ mod tests {
         assert_eq!(dep, ["f"]);
         let reg: Vec<&str> = features["reg"].iter().map(String::as_str).collect();
         assert_eq!(reg, ["x"]);
-        fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn device_core_comes_from_the_device_sysroot() {
-        let dir =
-            std::env::temp_dir().join(format!("cargo-offload-sysroot-{}", std::process::id()));
-        let host = "x86_64-unknown-linux-gnu";
-        let lib = dir.join("lib/rustlib/nvptx64-nvidia-cuda/lib");
-        fs::create_dir_all(&lib).unwrap();
-        fs::write(lib.join("libcore-0123.rlib"), b"").unwrap();
-        // SAFETY: the only test that sets this variable, and no test reads it concurrently.
-        unsafe { std::env::set_var(env::DEVICE_SYSROOT, &dir) };
-        let sm = Arch::parse("sm_90", host).ok().unwrap();
-        assert_eq!(device_core(&sm, false).ok(), Some(DeviceCore::Toolchain(dir.clone())));
-        assert_eq!(device_core(&sm, true).ok(), Some(DeviceCore::BuildStd));
-        let gfx = Arch::parse("gfx90a", host).ok().unwrap();
-        let Err(Failure(message, 1)) = device_core(&gfx, false) else { panic!("no core accepted") };
-        assert!(
-            message.contains("no `core` for `amdgcn-amd-amdhsa`")
-                && message.contains("--build-std"),
-            "{message}"
-        );
-        unsafe { std::env::remove_var(env::DEVICE_SYSROOT) };
-        assert_eq!(device_core(&gfx, false).ok(), Some(DeviceCore::BuildStd));
         fs::remove_dir_all(&dir).unwrap();
     }
 }
