@@ -33,6 +33,7 @@ pub mod device_sysroot;
 pub mod dist;
 pub mod dist_check;
 pub mod fetch;
+pub mod fn_length;
 pub mod gpu_check;
 pub mod job;
 pub mod materialize;
