@@ -137,6 +137,15 @@ HOST = None
 SCALING = [0, 1000, 5000]
 # Input (d): the suite in the 1.95 style.
 SUITE_195 = "suite_195"
+# The host harness that both suites take in with `include!`, read beside the including file:
+# each copy of a suite that the benchmark builds gets a copy of it beside it.
+HOST_HARNESS = "host_harness.rs"
+
+
+def copy_host_harness(suite, folder):
+    """Copies the host harness beside `suite` (a suite's path) into `folder`, which holds a copy
+    of that suite."""
+    shutil.copy(os.path.join(os.path.dirname(os.path.abspath(suite)), HOST_HARNESS), folder)
 
 
 def log(msg):
@@ -475,6 +484,7 @@ class Bench:
             with open(path, "w") as f:
                 f.write(suite + (unrelated_functions(n) if n else ""))
             sources[f"suite_{n}"] = path
+        copy_host_harness(self.args.suite, os.path.join(self.ws, "src"))
         with open(os.path.join(self.ws, "Cargo.toml"), "w") as f:
             members = ", ".join(f'"{c}"' for c in ROOTS)
             f.write(f"[workspace]\nmembers = [{members}]\nresolver = \"2\"\n\n"
@@ -492,6 +502,7 @@ class Bench:
         os.makedirs(d, exist_ok=True)
         os.makedirs(os.path.join(self.ws_lto, "src"), exist_ok=True)
         shutil.copy(self.args.suite_195, self.lto_source())
+        copy_host_harness(self.args.suite_195, os.path.dirname(self.lto_source()))
         with open(os.path.join(self.ws_lto, "Cargo.toml"), "w") as f:
             f.write(f"[workspace]\nmembers = [\"{LTO_PACKAGE}\"]\nresolver = \"2\"\n\n"
                     "[profile.release]\nopt-level = 3\ncodegen-units = 1\ndebug = false\nincremental = false\n"
