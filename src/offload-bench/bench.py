@@ -102,11 +102,12 @@ between runs, (max - min) / min.
 After the runs, the edit loop of `cargo offload` against plain `cargo build` of the same
 program (`edit_loop.py`, `--runs` rounds; `--edit-loop ROUNDS` measures only it): first build,
 host edit, kernel edit and run, in the dev and release profiles, for the CPU device alone and
-for `gfx90a,sm_90,host`; `edit_loop.json` and `edit_loop.md`, and with `--update-readme` the
-README's `edit-loop` block.
+for `gfx90a,sm_90,host`; `edit_loop.json` and `edit_loop.md`, and with `--update-readme FILE`
+the `edit-loop` block of FILE (`src/doc/benchmarks.md`).
 
 Writes `results.json` (everything, per run), `results.csv` (medians), `scaling.csv`,
-`quality.csv`, `table.md` (the README table) and `results.png` (matplotlib, if installed) into
+`quality.csv`, `table.md` (the table that `--update-readme FILE` writes into FILE's `bench`
+block: `src/doc/benchmarks.md`) and `results.png` (matplotlib, if installed) into
 `--results`.
 `--from-json results.json` redoes the reports from a previous run's data. `--allocator ROUNDS`
 measures only the allocator lever (`allocator.json`: our rustc on the jemalloc it links against
@@ -1398,8 +1399,8 @@ def main():
 
 
 def measure_edit_loop(args, rounds):
-    """The edit loop (`edit_loop.py`) in `rounds` rounds, its table written into the README's
-    `edit-loop` block with `--update-readme`."""
+    """The edit loop (`edit_loop.py`) in `rounds` rounds, its table written into the `edit-loop`
+    block of the file that `--update-readme` names (`src/doc/benchmarks.md`)."""
     if rounds < 1:
         sys.exit("error: [BENCH] --edit-loop must be at least 1")
     if not args.offload_tools_bin:
