@@ -280,8 +280,8 @@ struct LengthProblems {
 /// [`NEW_SOURCE_DIRS`] of `project`, and the functions whose `fn` line one of our patches adds,
 /// measured in the materialized `tree`. No line longer than [`MAX_COLUMNS`] in the files of
 /// [`NEW_SOURCE_DIRS`] or among the lines our patches add to Rust files, as they read in the
-/// tree. Fails naming each offender; first, when the tree does not read as the patches say (a
-/// tree older than the project: `./x.py prepare` rewrites it).
+/// tree. Fails naming each offender; first, when the tree does not hold what the patches add
+/// (edits not exported, or a tree that `./x.py prepare` has not rewritten).
 pub fn lengths(project: &Path, tree: &Path) -> Result<()> {
     let patches = crate::materialize::patches(project)?;
     let timer = Timer::start(
@@ -298,7 +298,10 @@ pub fn lengths(project: &Path, tree: &Path) -> Result<()> {
     if let Some(stale) = problems.stale.first() {
         return fail(
             STEP,
-            format!("{stale}; the tree is older than the patches: run `./x.py prepare`"),
+            format!(
+                "{stale}; the tree and the patches disagree: `./x.py export` your edits of the \
+                 tree, or `./x.py prepare` to write the patches' version"
+            ),
         );
     }
     if problems.functions.is_empty() && problems.lines.is_empty() {
@@ -325,7 +328,8 @@ pub fn lengths(project: &Path, tree: &Path) -> Result<()> {
     fail(
         STEP,
         format!(
-            "{} (above); change the compiler's files in the tree, then `./x.py export`",
+            "{} (above); a file of the compiler or library: change it in the tree, then \
+             `./x.py export`",
             what.join("; ")
         ),
     )
@@ -641,6 +645,24 @@ mod tests {
             [format!("{lib} does not hold what 0001-p adds (its hunk at line 86)")]
         );
         assert_eq!(stale.functions, problems.functions[..1]);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn lengths_fail_naming_what_to_do() {
+        let root = std::env::temp_dir().join(format!("offload-x-fail-{}", std::process::id()));
+        let file = root.join("src/tools/t/src/a.rs");
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, function("f", MAX_FN_LINES)).unwrap();
+        assert!(lengths(&root, &root.join("tree")).is_ok());
+        fs::write(&file, function("f", MAX_FN_LINES + 1)).unwrap();
+        let failure = lengths(&root, &root.join("tree")).unwrap_err();
+        assert_eq!(
+            failure.message,
+            "1 function(s) longer than 80 lines: split each into functions of at most 80 lines, \
+             from `fn` to the closing brace, comments included (above); a file of the compiler \
+             or library: change it in the tree, then `./x.py export`"
+        );
         fs::remove_dir_all(&root).unwrap();
     }
 
