@@ -102,11 +102,12 @@ between runs, (max - min) / min.
 After the runs, the edit loop of `cargo offload` against plain `cargo build` of the same
 program (`edit_loop.py`, `--runs` rounds; `--edit-loop ROUNDS` measures only it): first build,
 host edit, kernel edit and run, in the dev and release profiles, for the CPU device alone and
-for `gfx90a,sm_90,host`; `edit_loop.json` and `edit_loop.md`, and with `--update-readme` the
-README's `edit-loop` block.
+for `gfx90a,sm_90,host`; `edit_loop.json` and `edit_loop.md`, and with `--update-readme FILE`
+the `edit-loop` block of FILE (`src/doc/benchmarks.md`).
 
 Writes `results.json` (everything, per run), `results.csv` (medians), `scaling.csv`,
-`quality.csv`, `table.md` (the README table) and `results.png` (matplotlib, if installed) into
+`quality.csv`, `table.md` (the table that `--update-readme FILE` writes into FILE's `bench`
+block: `src/doc/benchmarks.md`) and `results.png` (matplotlib, if installed) into
 `--results`.
 `--from-json results.json` redoes the reports from a previous run's data. `--allocator ROUNDS`
 measures only the allocator lever (`allocator.json`: our rustc on the jemalloc it links against
@@ -137,6 +138,15 @@ HOST = None
 SCALING = [0, 1000, 5000]
 # Input (d): the suite in the 1.95 style.
 SUITE_195 = "suite_195"
+# The host harness that both suites take in with `include!`, read beside the including file:
+# each copy of a suite that the benchmark builds gets a copy of it beside it.
+HOST_HARNESS = "host_harness.rs"
+
+
+def copy_host_harness(suite, folder):
+    """Copies the host harness beside `suite` (a suite's path) into `folder`, which holds a copy
+    of that suite."""
+    shutil.copy(os.path.join(os.path.dirname(os.path.abspath(suite)), HOST_HARNESS), folder)
 
 
 def log(msg):
@@ -475,6 +485,7 @@ class Bench:
             with open(path, "w") as f:
                 f.write(suite + (unrelated_functions(n) if n else ""))
             sources[f"suite_{n}"] = path
+        copy_host_harness(self.args.suite, os.path.join(self.ws, "src"))
         with open(os.path.join(self.ws, "Cargo.toml"), "w") as f:
             members = ", ".join(f'"{c}"' for c in ROOTS)
             f.write(f"[workspace]\nmembers = [{members}]\nresolver = \"2\"\n\n"
@@ -492,6 +503,7 @@ class Bench:
         os.makedirs(d, exist_ok=True)
         os.makedirs(os.path.join(self.ws_lto, "src"), exist_ok=True)
         shutil.copy(self.args.suite_195, self.lto_source())
+        copy_host_harness(self.args.suite_195, os.path.dirname(self.lto_source()))
         with open(os.path.join(self.ws_lto, "Cargo.toml"), "w") as f:
             f.write(f"[workspace]\nmembers = [\"{LTO_PACKAGE}\"]\nresolver = \"2\"\n\n"
                     "[profile.release]\nopt-level = 3\ncodegen-units = 1\ndebug = false\nincremental = false\n"
@@ -1387,8 +1399,8 @@ def main():
 
 
 def measure_edit_loop(args, rounds):
-    """The edit loop (`edit_loop.py`) in `rounds` rounds, its table written into the README's
-    `edit-loop` block with `--update-readme`."""
+    """The edit loop (`edit_loop.py`) in `rounds` rounds, its table written into the `edit-loop`
+    block of the file that `--update-readme` names (`src/doc/benchmarks.md`)."""
     if rounds < 1:
         sys.exit("error: [BENCH] --edit-loop must be at least 1")
     if not args.offload_tools_bin:

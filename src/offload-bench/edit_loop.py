@@ -307,7 +307,8 @@ def target(step, archs, plain_host_edit, plain_step):
 
 
 def table(samples, rounds, when):
-    """The Markdown table of the edit loop (README and `edit_loop.md`); `when` says when it ran."""
+    """The Markdown table of the edit loop (`src/doc/benchmarks.md` and `edit_loop.md`); `when` says
+    when it ran."""
     s = summarize(samples)
     lines = [f"Edit, build, run, {when} (`./x.py bench`, 2 CPUs): `cargo offload build` against plain "
              f"`cargo build` of the same program, medians of {rounds} rounds; spread = (max - min) / min:",

@@ -9,6 +9,9 @@
 //! with `--cfg offload_base` the generic functions are ordinary helpers and a non-generic
 //! kernel per launched instance calls them: the same code reaches the device either way.
 //!
+//! The host module takes its launch shapes, arrays and `run_suite` from `host_harness.rs`, which
+//! `suite_195.rs` shares.
+//!
 //! `./x.py bench` appends generated unrelated functions to this file for its scaling series.
 
 #![feature(rustc_attrs)]
@@ -183,64 +186,12 @@ pub mod host {
 
     use super::*;
 
-    const GRID: [u32; 3] = [4, 1, 1];
-    const BLOCK: [u32; 3] = [256, 1, 1];
+    include!("host_harness.rs");
 
-    /// The arrays of one run of the suite.
-    pub struct Buffers {
-        pub x: [f32; N],
-        pub y: [f32; N],
-        pub xd: [f64; N],
-        pub yd: [f64; N],
-        pub xi: [i32; N],
-        pub counts: [u32; N],
-        pub prefix: [u32; N],
-        pub h: [f32; TAPS],
-        pub grid: [[f32; M]; M],
-        pub grid_out: [[f32; M]; M],
-        pub v: [f32; M],
-        pub w: [f32; M],
-        pub dot: [f32; 1],
-        pub sum_max: [f32; 2],
-        pub bins: [u32; BINS],
-    }
-
-    /// Launches the suite's kernels once each.
-    #[inline(never)]
-    pub fn run_suite(b: &mut Buffers) {
-        offload::<_, _, ()>(
-            fir,
-            GRID,
-            BLOCK,
-            (&b.x as *const _, &b.h as *const _, &mut b.y as *mut _),
-        );
-        offload::<_, _, ()>(stencil5, GRID, BLOCK, (&b.y as *const _, &mut b.x as *mut _));
-        offload::<_, _, ()>(
-            jacobi2d,
-            GRID,
-            BLOCK,
-            (&b.grid as *const _, &mut b.grid_out as *mut _),
-        );
-        offload::<_, _, ()>(
-            dot,
-            GRID,
-            BLOCK,
-            (&b.x as *const _, &b.y as *const _, &mut b.dot as *mut _),
-        );
-        offload::<_, _, ()>(
-            matvec,
-            GRID,
-            BLOCK,
-            (&b.grid as *const _, &b.v as *const _, &mut b.w as *mut _),
-        );
-        offload::<_, _, ()>(sum_max, GRID, BLOCK, (&b.x as *const _, &mut b.sum_max as *mut _));
-        offload::<_, _, ()>(histogram, GRID, BLOCK, (&b.x as *const _, &mut b.bins as *mut _));
-        offload::<_, _, ()>(
-            prefix_sum,
-            GRID,
-            BLOCK,
-            (&b.counts as *const _, &mut b.prefix as *mut _),
-        );
+    /// Launches the generic kernels' instances, last in `run_suite`: `axpy::<f32>` and the other
+    /// three themselves in the manifest pipeline, their non-generic stand-ins (`axpy_f32`, ...)
+    /// with `--cfg offload_base`.
+    fn launch_instances(b: &mut Buffers) {
         #[cfg(not(offload_base))]
         {
             offload::<_, _, ()>(

@@ -42,6 +42,7 @@ pub mod commands;
 pub mod cuda;
 pub mod device_sysroot;
 pub mod fetch;
+pub mod fn_length;
 pub mod materialize;
 pub mod pins;
 pub mod project;

@@ -58,7 +58,7 @@ verbs:
                    memory, image contents, a scaling series; replaces the committed results
                    in src/offload-bench/results/ unless given --results DIR.
                    ARGS: --runs N (5), --edits N (5: the edit loop's edits per run),
-                   --targets T..., --results DIR, --update-readme README.md,
+                   --targets T..., --results DIR, --update-readme src/doc/benchmarks.md,
                    --from-json FILE [--reinspect] (only redo the reports of an earlier run),
                    --allocator ROUNDS (only the allocator lever: allocator.json),
                    --edit-loop ROUNDS (only the edit, build, run table of cargo offload

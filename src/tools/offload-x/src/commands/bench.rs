@@ -8,8 +8,9 @@
 //! compiler's `-Zbuild-std` ([`upstream_library`]), writes the device targets' table
 //! (`offload_targets`) as JSON for the script ([`device_targets_file`]), and passes the paths.
 //! `ARGS` go to the script (`--runs N`, `--edits N`, `--targets T...`, `--update-readme
-//! README.md`, `--from-json FILE [--reinspect]`, `--edit-loop ROUNDS`); the edit loop
-//! (`src/offload-bench/edit_loop.py`) runs the installed `cargo offload`.
+//! src/doc/benchmarks.md`, which rewrites the tables of that page, `--from-json FILE
+//! [--reinspect]`, `--edit-loop ROUNDS`); the edit loop (`src/offload-bench/edit_loop.py`) runs
+//! the installed `cargo offload`.
 
 use std::ffi::OsString;
 use std::fs;

@@ -20,13 +20,24 @@
 //!   neither of the above sees them), with the same rustfmt and settings, and no line over
 //!   [`MAX_COLUMNS`] (upstream's `max_width`, which rustfmt keeps code within but not comments
 //!   and string literals).
+//! - lengths ([`lengths`]): no function of ours over [`MAX_FN_LINES`] lines
+//!   ([`crate::fn_length`]), in our tools and in the compiler's and library's new files, and
+//!   among the functions that our patches add to upstream files (found in the tree by
+//!   `added_lines`); and no line over [`MAX_COLUMNS`] in the new files or among the lines that
+//!   the patches add, which neither rustfmt nor tidy measures.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cache::{Cache, stage0_toolchain};
+use crate::fn_length::{self, MAX_FN_LINES};
+use crate::materialize::Patch;
 use crate::ui::{Failure, Result, Timer, fail, say, strip_ansi};
+
+mod added_lines;
+use added_lines::patch_added_lines;
 
 const STEP: &str = "STYLE";
 
@@ -88,11 +99,14 @@ pub const PROJECT_RUST_DIRS: &[&str] = &["src/tools", "src/offload-example", "sr
 pub const MAX_COLUMNS: usize = 100;
 
 /// `rustfmt --check` on our Rust files, in the tree and then in the project's
-/// [`PROJECT_RUST_DIRS`], and the length of the project files' lines ([`project_style`]); fails
-/// with rustfmt's diff or the long lines.
+/// [`PROJECT_RUST_DIRS`], and the length of the project files' lines ([`project_style`]), then
+/// the length of our functions and of the lines our patches add ([`lengths`]); fails with
+/// rustfmt's diff, the long lines or the long functions.
 pub fn rustfmt(cache: &Cache) -> Result<()> {
     tree_rustfmt(cache)?;
-    project_style(&crate::project::project_root())
+    let project = crate::project::project_root();
+    project_style(&project)?;
+    lengths(&project, &cache.tree())
 }
 
 /// `rustfmt --check` on our Rust files in the tree; fails with rustfmt's diff.
@@ -193,6 +207,12 @@ pub fn project_style(project: &Path) -> Result<()> {
 /// Every `*.rs` under the project's [`PROJECT_RUST_DIRS`], sorted; cargo's `target` folders and
 /// hidden folders are skipped.
 fn project_rust_files(project: &Path) -> Vec<PathBuf> {
+    rust_files_under(project, PROJECT_RUST_DIRS)
+}
+
+/// Every `*.rs` under the folders `dirs` of `project`, sorted; cargo's `target` folders and
+/// hidden folders are skipped.
+fn rust_files_under(project: &Path, dirs: &[&str]) -> Vec<PathBuf> {
     fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
         let Ok(entries) = fs::read_dir(dir) else { return };
         for entry in entries.flatten() {
@@ -208,7 +228,7 @@ fn project_rust_files(project: &Path) -> Vec<PathBuf> {
         }
     }
     let mut files = Vec::new();
-    for dir in PROJECT_RUST_DIRS {
+    for dir in dirs {
         walk(&project.join(dir), &mut files);
     }
     files.sort();
@@ -227,6 +247,157 @@ fn long_lines(name: &str, text: &str) -> Vec<String> {
             })
         })
         .collect()
+}
+
+/// The project's folders of new compiler and library source files (new files of the tree,
+/// see [`crate::materialize::NEW_FILE_ROOTS`]), whose functions and lines [`lengths`] checks
+/// besides those of [`PROJECT_RUST_DIRS`]: rustfmt, which checks them in the tree, does not
+/// wrap comments, and tidy leaves their lines to rustfmt.
+pub const NEW_SOURCE_DIRS: &[&str] = &["compiler", "library"];
+
+/// Whether `path` is test code, which the function-length rule leaves alone (as it does
+/// `#[cfg(test)]` items): a `tests.rs`, or a file under a `tests` folder.
+fn is_test_file(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == "tests.rs")
+        || path.parent().is_some_and(|p| p.components().any(|c| c.as_os_str() == "tests"))
+}
+
+/// What [`lengths`] finds, one `FILE:LINE: ...` line each.
+#[derive(Debug, Default)]
+struct LengthProblems {
+    /// Functions longer than [`MAX_FN_LINES`].
+    functions: Vec<String>,
+    /// Lines of the compiler's new files, or lines that our patches add to Rust files, longer
+    /// than [`MAX_COLUMNS`].
+    lines: Vec<String>,
+    /// Tree files that do not hold what our patches add (with the first patch found missing),
+    /// which the other checks skip.
+    stale: Vec<String>,
+}
+
+/// No function of ours longer than [`MAX_FN_LINES`] lines, from `fn` to its closing brace
+/// (outside `#[cfg(test)]` items and test files): in the Rust files of [`PROJECT_RUST_DIRS`] and
+/// [`NEW_SOURCE_DIRS`] of `project`, and the functions whose `fn` line one of our patches adds,
+/// measured in the materialized `tree`. No line longer than [`MAX_COLUMNS`] in the files of
+/// [`NEW_SOURCE_DIRS`] or among the lines our patches add to Rust files, as they read in the
+/// tree. Fails naming each offender; first, when the tree does not hold what the patches add
+/// (edits not exported, or a tree that `./x.py prepare` has not rewritten).
+pub fn lengths(project: &Path, tree: &Path) -> Result<()> {
+    let patches = crate::materialize::patches(project)?;
+    let timer = Timer::start(
+        STEP,
+        format!(
+            "functions of at most {MAX_FN_LINES} lines in {}, {} and {} patches; {MAX_COLUMNS} \
+             columns on the compiler's new files and the lines the patches add",
+            PROJECT_RUST_DIRS.join(", "),
+            NEW_SOURCE_DIRS.join(", "),
+            patches.len()
+        ),
+    );
+    let problems = length_problems(project, tree, &patches)?;
+    if let Some(stale) = problems.stale.first() {
+        return fail(
+            STEP,
+            format!(
+                "{stale}; the tree and the patches disagree: `./x.py export` your edits of the \
+                 tree, or `./x.py prepare` to write the patches' version"
+            ),
+        );
+    }
+    if problems.functions.is_empty() && problems.lines.is_empty() {
+        timer.done();
+        return Ok(());
+    }
+    for line in problems.functions.iter().chain(&problems.lines) {
+        eprintln!("{line}");
+    }
+    let mut what = Vec::new();
+    if !problems.functions.is_empty() {
+        what.push(format!(
+            "{} function(s) longer than {MAX_FN_LINES} lines: split each into functions of at \
+             most {MAX_FN_LINES} lines, from `fn` to the closing brace, comments included",
+            problems.functions.len()
+        ));
+    }
+    if !problems.lines.is_empty() {
+        what.push(format!(
+            "{} line(s) longer than {MAX_COLUMNS} columns: rewrap them by hand",
+            problems.lines.len()
+        ));
+    }
+    fail(
+        STEP,
+        format!(
+            "{} (above); a file of the compiler or library: change it in the tree, then \
+             `./x.py export`",
+            what.join("; ")
+        ),
+    )
+}
+
+/// The work of [`lengths`], without printing.
+fn length_problems(project: &Path, tree: &Path, patches: &[Patch]) -> Result<LengthProblems> {
+    let read = |file: &Path| {
+        fs::read_to_string(file).map_err(|e| Failure {
+            step: STEP,
+            message: format!("cannot read {}: {e}", file.display()),
+        })
+    };
+    let too_long = |name: &str, f: &fn_length::Function| {
+        format!("{name}:{}: function `{}` is {} lines long", f.line, f.name, f.lines)
+    };
+    let mut problems = LengthProblems::default();
+    let new_sources = rust_files_under(project, NEW_SOURCE_DIRS);
+    for file in project_rust_files(project).iter().chain(&new_sources) {
+        let text = read(file)?;
+        let name = file.display().to_string();
+        if new_sources.contains(file) {
+            problems.lines.extend(long_lines(&name, &text));
+        }
+        if !is_test_file(file.strip_prefix(project).unwrap_or(file)) {
+            problems
+                .functions
+                .extend(fn_length::too_long(&text).iter().map(|f| too_long(&name, f)));
+        }
+    }
+    let patched: BTreeSet<&String> = patches.iter().flat_map(|p| &p.files).collect();
+    for path in patched.into_iter().filter(|p| p.ends_with(".rs")) {
+        let file = tree.join(path);
+        let name = file.display().to_string();
+        let text = read(&file)?;
+        let added = match patch_added_lines(patches, path, &text) {
+            Ok(added) => added,
+            Err((patch, line)) => {
+                problems.stale.push(format!(
+                    "{name} does not hold what {patch} adds (its hunk at line {line})"
+                ));
+                continue;
+            }
+        };
+        for (i, line) in text.lines().enumerate() {
+            let columns = line.chars().count();
+            if let Some(patch) = added.get(&(i + 1))
+                && columns > MAX_COLUMNS
+            {
+                problems.lines.push(format!(
+                    "{name}:{}: line longer than {MAX_COLUMNS} columns ({columns}), added by \
+                     {patch}",
+                    i + 1
+                ));
+            }
+        }
+        if is_test_file(Path::new(path)) {
+            continue;
+        }
+        for function in fn_length::too_long(&text) {
+            if let Some(patch) = added.get(&function.line) {
+                problems
+                    .functions
+                    .push(format!("{}, added by {patch}", too_long(&name, &function)));
+            }
+        }
+    }
+    Ok(problems)
 }
 
 /// Builds upstream's tidy as a library (once; cargo rebuilds nothing later) and our driver
@@ -333,6 +504,7 @@ fn ours_in_report(report: &str, tree: &Path, ours: &[String]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::added_lines::tests::patch;
     use super::*;
 
     #[test]
@@ -404,6 +576,112 @@ mod tests {
             .flat_map(|f| long_lines(&f.display().to_string(), &fs::read_to_string(f).unwrap()))
             .collect();
         assert!(long.is_empty(), "{}", long.join("\n"));
+    }
+
+    #[test]
+    fn test_files_are_tests_rs_and_tests_folders() {
+        assert!(is_test_file(Path::new("compiler/rustc_a/src/tests.rs")));
+        assert!(is_test_file(Path::new("src/tools/offload-x/tests/harness.rs")));
+        assert!(is_test_file(Path::new("src/tools/b/tests/more/x.rs")));
+        assert!(!is_test_file(Path::new("src/tools/b/src/test_outcomes.rs")));
+        assert!(!is_test_file(Path::new("tests.rs/x.rs")));
+        assert!(!is_test_file(Path::new("compiler/rustc_a/src/lib.rs")));
+    }
+
+    /// A function of `lines` lines named `name`.
+    fn function(name: &str, lines: usize) -> String {
+        format!("fn {name}() {{\n{}}}\n", "    x();\n".repeat(lines - 2))
+    }
+
+    #[test]
+    fn lengths_of_project_files_and_patched_tree_files() {
+        let root = std::env::temp_dir().join(format!("offload-x-lengths-{}", std::process::id()));
+        let (project, tree) = (root.join("project"), root.join("tree"));
+        let long = function("long", MAX_FN_LINES + 1);
+        let wide = format!("// {}\n", "w".repeat(MAX_COLUMNS));
+        let upstream_long = function("upstream", MAX_FN_LINES + 5);
+        let patched = format!("{upstream_long}{long}{wide}");
+        for (path, text) in [
+            ("project/src/tools/t/src/a.rs", format!("{}{long}", function("short", 80))),
+            ("project/src/tools/t/src/tests.rs", long.clone()),
+            ("project/src/tools/t/tests/h.rs", long.clone()),
+            ("project/src/tools/t/src/wide.rs", wide.clone()),
+            ("project/compiler/c/src/new.rs", format!("#[cfg(test)]\nmod t {{\n{long}}}\n{wide}")),
+            ("tree/compiler/c/src/lib.rs", patched.clone()),
+        ] {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        // The patch adds `long` and the wide line after `upstream`.
+        let added: String = format!("{long}{wide}").lines().map(|l| format!("+{l}\n")).collect();
+        let at = MAX_FN_LINES + 5;
+        let hunk = format!("@@ -{at},0 +{},{} @@\n{added}", at + 1, MAX_FN_LINES + 2);
+        let patches = [patch("0001-p", &[("compiler/c/src/lib.rs", &hunk)])];
+        let problems = length_problems(&project, &tree, &patches).unwrap();
+        let show = |p: &Path| p.display().to_string();
+        let a = show(&project.join("src/tools/t/src/a.rs"));
+        let lib = show(&tree.join("compiler/c/src/lib.rs"));
+        assert_eq!(
+            problems.functions,
+            [
+                format!("{a}:81: function `long` is 81 lines long"),
+                format!("{lib}:86: function `long` is 81 lines long, added by 0001-p"),
+            ]
+        );
+        let new = show(&project.join("compiler/c/src/new.rs"));
+        assert_eq!(
+            problems.lines,
+            [
+                format!("{new}:85: line longer than {MAX_COLUMNS} columns (103)"),
+                format!("{lib}:167: line longer than {MAX_COLUMNS} columns (103), added by 0001-p"),
+            ]
+        );
+        // A tree that does not hold what the patch adds is refused.
+        fs::write(tree.join("compiler/c/src/lib.rs"), &upstream_long).unwrap();
+        let stale = length_problems(&project, &tree, &patches).unwrap();
+        assert_eq!(
+            stale.stale,
+            [format!("{lib} does not hold what 0001-p adds (its hunk at line 86)")]
+        );
+        assert_eq!(stale.functions, problems.functions[..1]);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn lengths_fail_naming_what_to_do() {
+        let root = std::env::temp_dir().join(format!("offload-x-fail-{}", std::process::id()));
+        let file = root.join("src/tools/t/src/a.rs");
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, function("f", MAX_FN_LINES)).unwrap();
+        assert!(lengths(&root, &root.join("tree")).is_ok());
+        fs::write(&file, function("f", MAX_FN_LINES + 1)).unwrap();
+        let failure = lengths(&root, &root.join("tree")).unwrap_err();
+        assert_eq!(
+            failure.message,
+            "1 function(s) longer than 80 lines: split each into functions of at most 80 lines, \
+             from `fn` to the closing brace, comments included (above); a file of the compiler \
+             or library: change it in the tree, then `./x.py export`"
+        );
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Run by hand: `cargo test -p offload-x --lib -- --ignored --nocapture our_lengths_today`.
+    /// Prints what [`lengths`] finds in this checkout and the materialized tree of the cache
+    /// (read only); `./x.py style` prepares the tree first, this test does not.
+    #[test]
+    #[ignore]
+    fn our_lengths_today() {
+        let manifest_dir =
+            std::env::var("CARGO_MANIFEST_DIR").unwrap_or(env!("CARGO_MANIFEST_DIR").to_string());
+        let project = Path::new(&manifest_dir).join("../../..").canonicalize().unwrap();
+        let tree = Cache::from_env().tree();
+        let patches = crate::materialize::patches(&project).unwrap();
+        let problems = length_problems(&project, &tree, &patches).unwrap();
+        println!("{} patches, tree {}", patches.len(), tree.display());
+        for line in problems.functions.iter().chain(&problems.lines).chain(&problems.stale) {
+            println!("{line}");
+        }
     }
 
     #[test]
