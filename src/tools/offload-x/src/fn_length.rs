@@ -1,6 +1,6 @@
-//! The function-length rule of `./x.py style` ([`crate::style`]): no function longer than
-//! [`MAX_FN_LINES`] lines, counted from the line of its `fn` to the line of its body's closing
-//! brace, comments included.
+//! The function-length rule of `./x.py style` ([`crate::commands::style`]): no function longer
+//! than [`MAX_FN_LINES`] lines, counted from the line of its `fn` to the line of its body's
+//! closing brace, comments included.
 //!
 //! offload-x has no Rust parser (std only, no `syn`), so [`functions`] finds `fn` items with a
 //! small scanner that knows what could hide a brace, a semicolon or a `fn` from it: comments

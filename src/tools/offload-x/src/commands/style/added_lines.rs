@@ -151,7 +151,7 @@ pub(super) mod tests {
         )
     }
 
-    pub(in crate::style) fn patch(name: &str, sections: &[(&str, &str)]) -> Patch {
+    pub(in crate::commands::style) fn patch(name: &str, sections: &[(&str, &str)]) -> Patch {
         Patch {
             path: PathBuf::from(format!("src/patches/{name}.patch")),
             header: String::new(),
