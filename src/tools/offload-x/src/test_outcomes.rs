@@ -142,7 +142,7 @@ test [run-make] tests/run-make/offload-slices ... ok
             "offload-slices ... ok",
             "offload-slices ... ignored, ignored when LLVM Offload is disabled",
         );
-        let error = check(&run, &expected()).unwrap_err().message;
+        let error = check(&run, &expected()).unwrap_err().message().to_string();
         assert!(error.contains("1 tests were ignored"), "{error}");
         assert!(
             error.contains("tests/run-make/offload-slices (ignored when LLVM Offload is disabled)"),
@@ -153,20 +153,20 @@ test [run-make] tests/run-make/offload-slices ... ok
     #[test]
     fn an_ignored_revision_fails() {
         let run = RUN.replace("\u{1b}[32mok\u{1b}[0m (0.5s)", "ignored");
-        assert!(check(&run, &expected()).unwrap_err().message.contains("agree.rs ()"));
+        assert!(check(&run, &expected()).unwrap_err().message().contains("agree.rs ()"));
     }
 
     #[test]
     fn a_test_that_did_not_run_fails_and_is_named() {
         let run = RUN.replace("test [run-make] tests/run-make/offload-slices ... ok", "");
-        let error = check(&run, &expected()).unwrap_err().message;
+        let error = check(&run, &expected()).unwrap_err().message().to_string();
         assert_eq!(error, "1 expected tests did not pass: tests/run-make/offload-slices");
     }
 
     #[test]
     fn a_failed_test_is_not_passed() {
         let run = RUN.replace("offload-slices ... ok", "offload-slices ... FAILED");
-        assert!(check(&run, &expected()).unwrap_err().message.contains("did not pass"));
+        assert!(check(&run, &expected()).unwrap_err().message().contains("did not pass"));
     }
 
     #[test]

@@ -13,8 +13,8 @@ use std::time::Instant;
 /// wrong and what to do about it.
 #[derive(Debug)]
 pub struct Failure {
-    pub step: &'static str,
-    pub message: String,
+    step: &'static str,
+    message: String,
 }
 
 impl fmt::Display for Failure {
@@ -37,6 +37,16 @@ impl Failure {
     /// knows better than the step that failed how to get past it.
     pub fn advise(self, advice: impl fmt::Display) -> Failure {
         Failure { step: self.step, message: format!("{}; {advice}", self.message) }
+    }
+
+    /// The bracketed word of the step that failed, without brackets.
+    pub fn step(&self) -> &'static str {
+        self.step
+    }
+
+    /// What went wrong and what to do about it, without the step.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 }
 

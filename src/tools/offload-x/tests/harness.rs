@@ -160,9 +160,9 @@ fn a_patch_that_no_longer_applies_is_reported_with_its_file() {
     let broken = PATCH_A.replace("-    one();", "-    three();");
     write(&project.join("src/patches/0007-compiler-stale.patch"), &broken);
     let err = materialize::materialize(&project, &cache, &[]).unwrap_err();
-    assert_eq!(err.step, "PATCH");
-    assert!(err.message.contains("0007-compiler-stale.patch"), "{err}");
-    assert!(err.message.contains("does not apply"), "{err}");
+    assert_eq!(err.step(), "PATCH");
+    assert!(err.message().contains("0007-compiler-stale.patch"), "{err}");
+    assert!(err.message().contains("does not apply"), "{err}");
     // Nothing was written half-way.
     assert_eq!(
         fs::read_to_string(cache.tree().join("compiler/a.rs")).unwrap(),
@@ -175,7 +175,7 @@ fn a_new_file_that_shadows_upstream_is_refused() {
     let (project, cache) = setup("shadow");
     write(&project.join("compiler/b.rs"), "// replaced wholesale\n");
     let err = materialize::materialize(&project, &cache, &[]).unwrap_err();
-    assert!(err.message.contains("shadows the upstream file compiler/b.rs"), "{err}");
+    assert!(err.message().contains("shadows the upstream file compiler/b.rs"), "{err}");
 }
 
 /// A patch that, after [`PATCH_A`], adds `dos();` to compiler/a.rs.
@@ -244,7 +244,7 @@ fn an_unfilled_patch_header_is_refused() {
     materialize::export(&project, &cache, true, Some("0001-compiler-b")).unwrap();
     let err = series::build(&project, &cache).unwrap_err();
     assert!(
-        err.message
+        err.message()
             .contains("0001-compiler-b.patch: its `Description:` field is still the placeholder"),
         "{err}"
     );
@@ -258,7 +258,7 @@ fn an_unfilled_patch_header_is_refused() {
         );
     fs::write(&path, &filled).unwrap();
     let err = series::build(&project, &cache).unwrap_err();
-    assert!(err.message.contains("its `Last-Update:` field is still the placeholder"), "{err}");
+    assert!(err.message().contains("its `Last-Update:` field is still the placeholder"), "{err}");
     fs::write(&path, filled.replace("<YYYY-MM-DD>", "2026-12-01")).unwrap();
     assert_eq!(series::build(&project, &cache).unwrap().len(), 1);
     // A description may name placeholders of its own, like `-Zoffload=Device=<manifest>`.
@@ -274,7 +274,7 @@ fn a_patch_that_needs_a_later_one_is_named() {
     write(&project.join("src/patches/0001-a-again.patch"), PATCH_A2);
     write(&project.join("src/patches/0002-a.patch"), PATCH_A);
     let err = series::build(&project, &cache).unwrap_err();
-    assert!(err.message.contains("0001-a-again.patch does not apply to upstream plus"), "{err}");
+    assert!(err.message().contains("0001-a-again.patch does not apply to upstream plus"), "{err}");
 }
 
 #[test]
@@ -290,7 +290,7 @@ fn every_new_compiler_file_belongs_to_one_patch() {
         "tests need no patch"
     );
     let err = series::build(&project, &cache).unwrap_err();
-    assert!(err.message.contains("compiler/c.rs is a new file that no patch"), "{err}");
+    assert!(err.message().contains("compiler/c.rs is a new file that no patch"), "{err}");
 
     let named = PATCH_A2.replacen("---\n", "New-Files:\n compiler/c.rs\n---\n", 1);
     write(&project.join("src/patches/0002-a-again.patch"), &named);
@@ -328,14 +328,14 @@ fn every_new_compiler_file_belongs_to_one_patch() {
     );
     let err = series::build(&project, &cache).unwrap_err();
     assert!(
-        err.message.contains("names the new file compiler/c.rs, which the project lacks"),
+        err.message().contains("names the new file compiler/c.rs, which the project lacks"),
         "{err}"
     );
     write(&project.join("compiler/c.rs"), "fn c() {}\n");
     let twice = PATCH_A.replacen("---\n", "New-Files: compiler/c.rs\n---\n", 1);
     write(&project.join("src/patches/0001-a.patch"), &twice);
     let err = materialize::patches(&project).unwrap_err();
-    assert!(err.message.contains("the new file compiler/c.rs is named by"), "{err}");
+    assert!(err.message().contains("the new file compiler/c.rs is named by"), "{err}");
 }
 
 #[test]
@@ -408,7 +408,7 @@ fn a_later_patch_keeps_its_own_hunks_of_an_earlier_patchs_new_file() {
     fs::rename(project.join("src/patches/0002-c.patch"), project.join("src/patches/0000-c.patch"))
         .unwrap();
     let err = materialize::materialize(&project, &cache, &[]).unwrap_err();
-    assert!(err.message.contains("0000-c.patch does not apply"), "{err}");
+    assert!(err.message().contains("0000-c.patch does not apply"), "{err}");
     // Nor does a section of the patch that brings the file.
     fs::remove_file(project.join("src/patches/0000-c.patch")).unwrap();
     write(
@@ -416,7 +416,7 @@ fn a_later_patch_keeps_its_own_hunks_of_an_earlier_patchs_new_file() {
         &format!("{brings}{}", &later[later.find("diff").unwrap()..]),
     );
     let err = materialize::patches(&project).unwrap_err();
-    assert!(err.message.contains("has a section for compiler/c.rs, which its own"), "{err}");
+    assert!(err.message().contains("has a section for compiler/c.rs, which its own"), "{err}");
 }
 
 #[test]
@@ -442,7 +442,7 @@ fn export_needs_only_the_earlier_patches_of_a_shared_file_to_apply() {
     write(&project.join("src/patches/0001-a.patch"), &moved);
     let before = fs::read_to_string(project.join("src/patches/0003-b.patch")).unwrap();
     let err = materialize::export(&project, &cache, true, None).unwrap_err();
-    assert!(err.message.contains("0002-a-again.patch would be empty"), "{err}");
+    assert!(err.message().contains("0002-a-again.patch would be empty"), "{err}");
     assert_eq!(
         fs::read_to_string(project.join("src/patches/0001-a.patch")).unwrap(),
         moved,
@@ -502,9 +502,9 @@ fn a_checksum_mismatch_is_refused() {
         sha256: "fee0a232c32b6f919b2166efc441a7c37884905bdcc2170163579eeed5feee6b",
     };
     let err = fetch::verify(&file, &pin).unwrap_err();
-    assert_eq!(err.step, "DOWNLOAD");
-    assert!(err.message.contains("checksum mismatch"), "{err}");
-    assert!(err.message.contains(&file.display().to_string()), "{err}");
+    assert_eq!(err.step(), "DOWNLOAD");
+    assert!(err.message().contains("checksum mismatch"), "{err}");
+    assert!(err.message().contains(&file.display().to_string()), "{err}");
     // A file with the pinned sum passes.
     let empty = dir.join("empty");
     fs::write(&empty, b"").unwrap();

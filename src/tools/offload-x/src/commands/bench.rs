@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cache::{Cache, stage0_toolchain};
 use crate::sysroot::Enter;
-use crate::ui::{Failure, Result, Timer, fail, run_captured, say};
+use crate::ui::{Context, Result, Timer, fail, run_captured, say};
 use crate::upstream::{BASE_BRANCH, git};
 
 const STEP: &str = "BENCH";
@@ -53,10 +53,6 @@ fn ensure_matplotlib(project: &Path, cache: &Cache) -> Result<()> {
 /// the lock file that the vendored build wrote into the tree's `library/` (upstream's is kept
 /// as `Cargo.lock.orig`). Returns that `library/`.
 fn upstream_library(cache: &Cache) -> Result<PathBuf> {
-    let io = |e: std::io::Error, what: &Path| Failure {
-        step: STEP,
-        message: format!("{}: {e}", what.display()),
-    };
     let root = cache.root.join("upstream-library");
     let library = root.join("library");
     let stamp = root.join(".commit");
@@ -67,9 +63,9 @@ fn upstream_library(cache: &Cache) -> Result<PathBuf> {
     }
     let timer = Timer::start(STEP, "extracting upstream's library/ for the stock compiler");
     if root.exists() {
-        fs::remove_dir_all(&root).map_err(|e| io(e, &root))?;
+        fs::remove_dir_all(&root).at(STEP, &root)?;
     }
-    fs::create_dir_all(&root).map_err(|e| io(e, &root))?;
+    fs::create_dir_all(&root).at(STEP, &root)?;
     let archive = root.join("library.tar");
     let archive_arg = format!("--output={}", archive.display());
     run_captured(
@@ -80,11 +76,11 @@ fn upstream_library(cache: &Cache) -> Result<PathBuf> {
         STEP,
         std::process::Command::new("tar").arg("-xf").arg(&archive).arg("-C").arg(&root),
     )?;
-    fs::remove_file(&archive).map_err(|e| io(e, &archive))?;
+    fs::remove_file(&archive).at(STEP, &archive)?;
     let lock = cache.tree().join("library/Cargo.lock");
     let lock = if lock.exists() { lock } else { cache.tree().join("library/Cargo.lock.orig") };
-    fs::copy(&lock, library.join("Cargo.lock")).map_err(|e| io(e, &lock))?;
-    fs::write(&stamp, &commit).map_err(|e| io(e, &stamp))?;
+    fs::copy(&lock, library.join("Cargo.lock")).at(STEP, &lock)?;
+    fs::write(&stamp, &commit).at(STEP, &stamp)?;
     timer.done();
     Ok(library)
 }
@@ -95,8 +91,7 @@ fn upstream_library(cache: &Cache) -> Result<PathBuf> {
 /// the script empties.
 fn device_targets_file(cache: &Cache) -> Result<PathBuf> {
     let path = cache.root.join("device-targets.json");
-    fs::write(&path, offload_targets::to_json())
-        .map_err(|e| Failure { step: STEP, message: format!("{}: {e}", path.display()) })?;
+    fs::write(&path, offload_targets::to_json()).at(STEP, &path)?;
     Ok(path)
 }
 

@@ -156,7 +156,7 @@ fn vendor_check_amdgcn(
     for step in DEVICE.vendor_steps {
         let args = step.args_for(DEVICE_CPU, None, &file);
         if let Err(failure) = run_in(cache, dir, step.program, &args) {
-            return Ok(Err(failure.message));
+            return Ok(Err(failure.message().to_string()));
         }
     }
     let so = bc.with_extension("so");

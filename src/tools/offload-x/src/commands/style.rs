@@ -34,7 +34,7 @@ use std::process::Command;
 use crate::cache::{Cache, stage0_toolchain};
 use crate::fn_length::{self, MAX_FN_LINES};
 use crate::materialize::Patch;
-use crate::ui::{Failure, Result, Timer, fail, say, strip_ansi};
+use crate::ui::{Context, Result, Timer, fail, say, strip_ansi};
 
 mod added_lines;
 use added_lines::patch_added_lines;
@@ -48,12 +48,8 @@ pub const RUSTFMT_CONFIG: &str =
 
 /// The tree paths our last materialization wrote (new files and patched upstream files).
 fn our_paths(cache: &Cache) -> Result<Vec<String>> {
-    let list = fs::read_to_string(cache.materialized_list()).map_err(|e| Failure {
-        step: STEP,
-        message: format!(
-            "{}: {e}; run `./x.py prepare` first",
-            cache.materialized_list().display()
-        ),
+    let list = fs::read_to_string(cache.materialized_list()).or_fail(STEP, |e| {
+        format!("{}: {e}; run `./x.py prepare` first", cache.materialized_list().display())
     })?;
     Ok(list.lines().filter(|l| !l.is_empty()).map(str::to_string).collect())
 }
@@ -147,10 +143,7 @@ fn rustfmt_check(files: &[PathBuf]) -> Result<bool> {
         .args(files)
         .env_remove("RUSTUP_TOOLCHAIN")
         .output()
-        .map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot run {}: {e}", rustfmt.display()),
-        })?;
+        .running(STEP, rustfmt.display())?;
     if !out.status.success() {
         print!("{}", String::from_utf8_lossy(&out.stdout));
         eprint!("{}", String::from_utf8_lossy(&out.stderr));
@@ -181,10 +174,7 @@ pub fn project_style(project: &Path) -> Result<()> {
     }
     let mut long = Vec::new();
     for file in &files {
-        let text = fs::read_to_string(file).map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot read {}: {e}", file.display()),
-        })?;
+        let text = fs::read_to_string(file).reading(STEP, file)?;
         long.extend(long_lines(&file.display().to_string(), &text));
     }
     if !long.is_empty() {
@@ -337,12 +327,7 @@ pub fn lengths(project: &Path, tree: &Path) -> Result<()> {
 
 /// The work of [`lengths`], without printing.
 fn length_problems(project: &Path, tree: &Path, patches: &[Patch]) -> Result<LengthProblems> {
-    let read = |file: &Path| {
-        fs::read_to_string(file).map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot read {}: {e}", file.display()),
-        })
-    };
+    let read = |file: &Path| fs::read_to_string(file).reading(STEP, file);
     let too_long = |name: &str, f: &fn_length::Function| {
         format!("{name}:{}: function `{}` is {} lines long", f.line, f.name, f.lines)
     };
@@ -419,10 +404,7 @@ pub fn tidy(project: &Path, cache: &Cache) -> Result<()> {
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .status()
-        .map_err(|e| Failure {
-            step: STEP,
-            message: format!("cannot run {}: {e}", cargo.display()),
-        })?;
+        .running(STEP, cargo.display())?;
     if !built.success() {
         return fail(STEP, "building tidy failed; cargo's output is above");
     }
@@ -439,16 +421,13 @@ pub fn tidy(project: &Path, cache: &Cache) -> Result<()> {
         .env("RUSTC_BOOTSTRAP", "1")
         .env_remove("RUSTUP_TOOLCHAIN")
         .status()
-        .map_err(|e| Failure { step: STEP, message: format!("cannot run rustc: {e}") })?;
+        .running(STEP, "rustc")?;
     if !driver_built.success() {
         return fail(STEP, "building the tidy driver (src/tools/offload-x/tidy/main.rs) failed");
     }
     timer.done();
     let timer = Timer::start(STEP, "tidy's file checks over the tree, problems in our files");
-    let out = Command::new(&driver).arg(&tree).output().map_err(|e| Failure {
-        step: STEP,
-        message: format!("cannot run {}: {e}", driver.display()),
-    })?;
+    let out = Command::new(&driver).arg(&tree).output().running(STEP, driver.display())?;
     let report = strip_ansi(&format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -658,7 +637,7 @@ mod tests {
         fs::write(&file, function("f", MAX_FN_LINES + 1)).unwrap();
         let failure = lengths(&root, &root.join("tree")).unwrap_err();
         assert_eq!(
-            failure.message,
+            failure.message(),
             "1 function(s) longer than 80 lines: split each into functions of at most 80 lines, \
              from `fn` to the closing brace, comments included (above); a file of the compiler \
              or library: change it in the tree, then `./x.py export`"
