@@ -29,7 +29,9 @@ verbs:
                    `series --check` (prefixes checked before are skipped); PATHs (upstream
                    test paths) run those suites instead
   style            upstream's rustfmt (--check) and tidy on the files we add or patch, rustfmt
-                   and lines of at most 100 columns on our tools (src/tools)
+                   and lines of at most 100 columns on our tools (src/tools); also refuses a
+                   function over 80 lines (ours, in a new file or added by a patch) and a line
+                   over 100 columns that a patch adds or a new compiler or library file holds
   rustc ARGS...    the stage-1 rustc, in the current directory, inside the sysroot
   cargo ARGS...    cargo 1.95.0 with the stage-1 rustc (RUSTC_BOOTSTRAP=1, so -Zbuild-std
                    works), in the current directory, inside the sysroot; the programs of
