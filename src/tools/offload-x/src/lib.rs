@@ -28,10 +28,10 @@
 //! - [`stages`]: what several verbs run first, steps 1 to 5 ([`stages::prepare`]) and step 6's
 //!   toolchain ([`stages::build`]);
 //! - the leaves, which call no verb and no stage: [`bootstrap`], [`cache`], [`cuda`],
-//!   [`device_sysroot`], [`fetch`], [`materialize`], [`pins`], [`project`], [`sysroot`],
-//!   [`test_outcomes`], [`toolchain`], [`toolchain_lock`], [`tools`], [`ui`] (progress lines,
-//!   and [`ui::Failure`] with [`ui::Context`], the one way an error becomes a failure) and
-//!   [`upstream`].
+//!   [`device_sysroot`], [`fetch`], [`fn_length`], [`materialize`], [`pins`], [`project`],
+//!   [`sysroot`], [`test_outcomes`], [`toolchain`], [`toolchain_lock`], [`tools`], [`ui`]
+//!   (progress lines, and [`ui::Failure`] with [`ui::Context`], the one way an error becomes a
+//!   failure) and [`upstream`].
 //!
 //! Every step that takes long is skipped when its stamp in the cache says it is complete; a
 //! step interrupted half-way leaves its work in a `*.tmp` path that the next run discards.
