@@ -10,13 +10,16 @@
 //!   object has no `v_sin_f32`, `v_cos_f32`, `v_exp_f32` or `v_log_f32`, the PTX no
 //!   `sin.approx`, `cos.approx`, `ex2.approx` or `lg2.approx` (the device pass calls
 //!   compiler-builtins' libm instead, patch 0056);
+//! - no GPU image computes a float's `%` with LLVM's `frem`, which the GPU back ends expand
+//!   into `x - trunc(x / y) * y` (inexact for large quotients): the device pass calls
+//!   compiler-builtins' `fmodf` and `fmod` instead, so each image's bitcode has no `frem`;
 //! - on the CPU device every result is within the function's bound of the host's (the program
 //!   checks and prints `<type>: 0 of N wrong`).
 
 //@ only-x86_64
 //@ needs-offload
 
-use run_make_support::offload::{cargo_offload, copy_dir, llvm_tool};
+use run_make_support::offload::{cargo_offload, copy_dir, image_ir, llvm_tool};
 use run_make_support::{cmd, cwd, rfs, source_root};
 
 fn main() {
@@ -41,6 +44,12 @@ fn main() {
     assert!(ptx.contains("_offload_kernel_math64"), "no math64 kernel in the sm_90 PTX");
     for approximate in ["sin.approx", "cos.approx", "ex2.approx", "lg2.approx"] {
         assert!(!ptx.contains(approximate), "the sm_90 PTX uses `{approximate}`");
+    }
+    let device = ws.join("target/offload/device");
+    for target in ["amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda"] {
+        let ir = image_ir(&device.join(target).join("release/deps/host.out"), target);
+        assert!(ir.contains("define"), "no code in the {target} image's bitcode");
+        assert!(!ir.contains(" frem "), "the {target} image computes `%` with `frem`");
     }
     let run = cargo_offload(&ws, &["run", "--release", "--offload-arch=host"]);
     let stdout = run.stdout_utf8();
