@@ -92,10 +92,10 @@
 //! such entries. Such an entry also has `defined_in`: the names of the crates of the graph
 //! whose host build removed an item of that name by `cfg` (the compiler's
 //! `stripped_cfg_items`), where build tools find the definition; the device pass does not read
-//! it (format 4 had no `defined_in`). `params` holds the size and ABI alignment in bytes of each of the kernel's
-//! parameters as the host laid it out; the device pass refuses a kernel whose parameters it
-//! lays out otherwise (format 2 had no `params`). An item (the kernel's, or an ADT's in `args`)
-//! names its crate by name and source fingerprint (`crate_source`, see
+//! it (format 4 had no `defined_in`). `params` holds the size and ABI alignment in bytes of
+//! each of the kernel's parameters as the host laid it out; the device pass refuses a kernel
+//! whose parameters it lays out otherwise (format 2 had no `params`). An item (the kernel's,
+//! or an ADT's in `args`) names its crate by name and source fingerprint (`crate_source`, see
 //! `rustc_middle::ty::offload_kernel::crate_source`), and `definition` is the kernel's
 //! definition fingerprint (format 3 had neither). A reader refuses another `magic`,
 //! `format_version` or `rustc_commit`.
