@@ -64,13 +64,15 @@ const TARGET: &DeviceTarget = &offload_targets::AMDGCN;
 /// `amdgcn-amd-amdhsa` images only ([`TARGET`]), linked for its default arch (gfx90a): the
 /// device pass that `./x.py fuzz` runs.
 pub struct VendorCheck {
+    /// The folder of `llvm-offload-binary`, `llc`, `ld.lld` and `llvm-nm`.
     pub llvm_bin: PathBuf,
 }
 
 impl VendorCheck {
     /// Links the `amdgcn-amd-amdhsa` image `host.out` of `dir` as the runtime would load it
     /// (the target's vendor steps, `offload_targets`) and returns its kernels (the `.kd`
-    /// symbols, without the suffix), or the refusing tool's name and output.
+    /// symbols, without the suffix); an [`Error`] that names the tool which could not run or
+    /// refused the image, with its output.
     pub fn kernels(&self, dir: &Path) -> Result<BTreeSet<String>> {
         let run = |tool: &str, args: &[&str]| -> Result<String> {
             let out = Command::new(self.llvm_bin.join(tool))
@@ -129,8 +131,11 @@ pub(super) fn manifest_symbols(text: &str) -> BTreeSet<String> {
 
 /// How one mutant is compiled: `rustc ARGS -Zoffload=Device=<mutant>` in a directory of its own.
 pub struct DevicePass {
+    /// The compiler.
     pub rustc: PathBuf,
+    /// Its arguments before `-Zoffload=Device=<mutant>`: the small crate and its flags.
     pub args: Vec<String>,
+    /// How long one compilation may run before it is killed and counted [`Outcome::Hung`].
     pub limit: Duration,
     /// The name of the compiled crate (the seed manifest's `crate`).
     pub krate: String,

@@ -14,9 +14,11 @@ use super::mutate::{Mutation, mutant};
 /// The numbers of a run.
 #[derive(Default, Debug)]
 pub struct Report {
+    /// How many mutants had each outcome.
     pub outcomes: BTreeMap<Outcome, u64>,
     /// Per mutation kind: how many mutants applied it, and the outcomes of those.
     pub by_mutation: BTreeMap<Mutation, BTreeMap<Outcome, u64>>,
+    /// The indices of the mutants that were defects (sorted when the run ends).
     pub defects: Vec<u64>,
     /// The accepted mutants whose image was checked, by how their kernels compare with the
     /// seed's: each mutant's index and mutations.
