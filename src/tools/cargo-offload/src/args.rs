@@ -116,7 +116,7 @@ pub(crate) struct Arch {
 impl Arch {
     /// Parses one arch; `host` is the CPU device of `host_triple`.
     pub(crate) fn parse(name: &str, host_triple: &str) -> Result<Arch> {
-        let device = offload_targets::for_arch(name).map_err(Failure::usage)?;
+        let device = offload_targets::for_arch(name).map_err(|e| Failure::usage(e.to_string()))?;
         Ok(Arch {
             name: name.to_string(),
             target: device.triple_on(host_triple).to_string(),

@@ -285,10 +285,30 @@ impl<'de> Deserialize<'de> for Ty {
     }
 }
 
+/// Why a JSON value is not a type tree; serde reports it (through `D::Error::custom`) at the
+/// place in the manifest where the tree stands.
+#[derive(Debug)]
+enum TypeTreeError {
+    /// The value (as JSON text) has no type kind tag, or not the kind's shape.
+    NotAType(String),
+    /// A part of the tree (as JSON text) holds an item path, generic arguments or types that
+    /// do not deserialize.
+    Part(String, serde_json::Error),
+}
+
+impl fmt::Display for TypeTreeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TypeTreeError::NotAType(tree) => write!(f, "`{tree}` is not a type tree"),
+            TypeTreeError::Part(tree, e) => write!(f, "in `{tree}`: {e}"),
+        }
+    }
+}
+
 /// The type tree `tree`; an array of another length than its kind's is refused too, so that
 /// nothing of a manifest is dropped when it is written again.
-fn ty_from(tree: &Value) -> Result<Ty, String> {
-    let not_a_type = || format!("`{tree}` is not a type tree");
+fn ty_from(tree: &Value) -> Result<Ty, TypeTreeError> {
+    let not_a_type = || TypeTreeError::NotAType(tree.to_string());
     let items = tree.as_array().ok_or_else(not_a_type)?;
     let tag = items.first().and_then(Value::as_str).ok_or_else(not_a_type)?;
     let arity = match tag {
@@ -300,7 +320,7 @@ fn ty_from(tree: &Value) -> Result<Ty, String> {
     if items.len() != arity {
         return Err(not_a_type());
     }
-    let typed = |e: serde_json::Error| format!("in `{tree}`: {e}");
+    let typed = |e: serde_json::Error| TypeTreeError::Part(tree.to_string(), e);
     let boxed = |i: usize| ty_from(&items[i]).map(Box::new);
     let mutable = || items[1].as_bool().ok_or_else(not_a_type);
     Ok(match tag {

@@ -20,6 +20,7 @@
 //!
 //! `offload-manifest fuzz ...` runs mutated manifests through the device pass (see [`fuzz`]).
 
+mod error;
 mod fuzz;
 
 use std::process::ExitCode;

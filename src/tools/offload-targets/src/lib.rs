@@ -30,6 +30,7 @@
 //!   global; for the CPU device an ELF shared object (position-independent code), which the
 //!   runtime loads with `dlopen` beside the program's C library.
 
+use std::fmt;
 use std::fmt::Write as _;
 
 pub mod identity;
@@ -405,13 +406,26 @@ pub const CPU: DeviceTarget = DeviceTarget {
 /// archs and of the benchmark's targets.
 pub const TARGETS: [&DeviceTarget; 3] = [&AMDGCN, &NVPTX, &CPU];
 
-/// The error of an arch name that no target's [`Naming`] accepts.
-fn unknown_arch(name: &str) -> String {
-    format!(
-        "unknown offload arch `{name}`: expected `host` (the CPU device), `gfxNNN` \
-         (an AMD GPU, e.g. gfx90a) or `sm_NN` (an NVIDIA GPU, e.g. sm_90)"
-    )
+/// An arch name that no target's [`Naming`] accepts: the error of [`for_arch`]. Its
+/// `Display` is the message `cargo offload` reports, which says what an arch may be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownArch {
+    /// The name as the user wrote it.
+    pub name: String,
 }
+
+impl fmt::Display for UnknownArch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown offload arch `{}`: expected `host` (the CPU device), `gfxNNN` \
+             (an AMD GPU, e.g. gfx90a) or `sm_NN` (an NVIDIA GPU, e.g. sm_90)",
+            self.name
+        )
+    }
+}
+
+impl std::error::Error for UnknownArch {}
 
 /// One `--offload-arch` value and its target.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -446,10 +460,10 @@ impl Device {
     }
 }
 
-/// The device of `--offload-arch` value `name`, or the error `cargo offload` reports.
-pub fn for_arch(name: &str) -> Result<Device, String> {
+/// The device of `--offload-arch` value `name`; [`UnknownArch`] when no target accepts it.
+pub fn for_arch(name: &str) -> Result<Device, UnknownArch> {
     let target = TARGETS.into_iter().find(|t| t.naming.matches(name));
-    let target = target.ok_or_else(|| unknown_arch(name))?;
+    let target = target.ok_or_else(|| UnknownArch { name: name.to_string() })?;
     Ok(Device { name: name.to_string(), target })
 }
 
@@ -579,10 +593,10 @@ mod tests {
             assert!(for_arch(good).is_ok(), "{good} refused");
         }
         for bad in ["sm_", "sm_9a", "gfx", "gfx9-0", "x86-64", "cuda", "Host", ""] {
-            assert_eq!(for_arch(bad), Err(unknown_arch(bad)));
+            assert_eq!(for_arch(bad), Err(UnknownArch { name: bad.to_string() }));
         }
         assert_eq!(
-            unknown_arch("cuda"),
+            for_arch("cuda").unwrap_err().to_string(),
             "unknown offload arch `cuda`: expected `host` (the CPU device), `gfxNNN` (an AMD \
              GPU, e.g. gfx90a) or `sm_NN` (an NVIDIA GPU, e.g. sm_90)"
         );

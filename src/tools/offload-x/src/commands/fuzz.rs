@@ -15,7 +15,7 @@ use crate::ui::{Context, Result, Timer, fail};
 pub const SHORT_FUZZ_COUNT: u64 = 200;
 
 /// `fuzz [--seed S] [--first N] [--count N]`: mutants `first..first + count` of the seed crate's
-/// manifest through the device pass (see `src/tools/offload-manifest/src/fuzz.rs`). Fails when
+/// manifest through the device pass (see `src/tools/offload-manifest/src/fuzz/`). Fails when
 /// any mutant gives an internal compiler error, a panic, a crash, a hang, a refusal that does
 /// not name the manifest, or a success without an image; those are kept under
 /// `<cache>/fuzz/defects/`.

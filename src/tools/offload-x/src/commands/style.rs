@@ -37,7 +37,7 @@ use crate::materialize::Patch;
 use crate::ui::{Context, Result, Timer, fail, say, strip_ansi};
 
 mod added_lines;
-use added_lines::patch_added_lines;
+use added_lines::{MissingHunk, patch_added_lines};
 
 const STEP: &str = "STYLE";
 
@@ -352,7 +352,7 @@ fn length_problems(project: &Path, tree: &Path, patches: &[Patch]) -> Result<Len
         let text = read(&file)?;
         let added = match patch_added_lines(patches, path, &text) {
             Ok(added) => added,
-            Err((patch, line)) => {
+            Err(MissingHunk { patch, line }) => {
                 problems.stale.push(format!(
                     "{name} does not hold what {patch} adds (its hunk at line {line})"
                 ));

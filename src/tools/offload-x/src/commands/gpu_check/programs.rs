@@ -388,6 +388,17 @@ pub fn package_manifest(name: &str, dependencies: &str, extra: &str) -> String {
     )
 }
 
+/// What `src/doc/cargo-offload.md` no longer holds that [`first_program`] needs, in words;
+/// the caller names the page.
+#[derive(Debug)]
+pub struct PageMismatch(String);
+
+impl std::fmt::Display for PageMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// The files (path in the workspace, contents) of the first program of
 /// `src/doc/cargo-offload.md`, whose text is `page`: the section "A first program"'s kernel
 /// library (the Rust block that starts with `// kernels/src/lib.rs`) and program (`//
@@ -395,8 +406,10 @@ pub fn package_manifest(name: &str, dependencies: &str, extra: &str) -> String {
 /// `tests/run-make/offload-doc-first-program` puts them together. Fails, naming what is
 /// missing, when the section no longer holds what the test relies on (the members, the
 /// dependency, the command with [`FIRST_PROGRAM_ARG`]).
-pub fn first_program(page: &str) -> Result<Vec<(&'static str, String)>, String> {
-    let start = page.find("## A first program").ok_or("no section \"A first program\"")?;
+pub fn first_program(page: &str) -> Result<Vec<(&'static str, String)>, PageMismatch> {
+    let start = page
+        .find("## A first program")
+        .ok_or_else(|| PageMismatch("no section \"A first program\"".to_string()))?;
     let section = &page[start..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)];
     let needed = [
@@ -405,14 +418,17 @@ pub fn first_program(page: &str) -> Result<Vec<(&'static str, String)>, String> 
         "cargo offload run --release --offload-arch=host -- 100000",
     ];
     if let Some(missing) = needed.iter().find(|text| !section.contains(*text)) {
-        return Err(format!("the section \"A first program\" no longer holds `{missing}`"));
+        return Err(PageMismatch(format!(
+            "the section \"A first program\" no longer holds `{missing}`"
+        )));
     }
-    let block = |first_line: &str| -> Result<String, String> {
+    let block = |first_line: &str| -> Result<String, PageMismatch> {
         let start = section
             .find(&format!("```rust\n{first_line}\n"))
-            .ok_or_else(|| format!("no Rust block starting with `{first_line}`"))?;
+            .ok_or_else(|| PageMismatch(format!("no Rust block starting with `{first_line}`")))?;
         let code = &section[start + "```rust\n".len()..];
-        let end = code.find("```").ok_or("an unterminated code block")?;
+        let end =
+            code.find("```").ok_or_else(|| PageMismatch("an unterminated code block".into()))?;
         Ok(code[..end].to_string())
     };
     Ok(vec![
@@ -505,7 +521,7 @@ mod tests {
         assert!(files[4].1.contains("offload! {") && files[4].1.contains("fn main()"));
         assert!(!files[4].1.contains("```"));
         let without = page.replace("-- 100000", "-- 5");
-        assert!(first_program(&without).unwrap_err().contains("-- 100000"));
+        assert!(first_program(&without).unwrap_err().to_string().contains("-- 100000"));
         assert!(first_program("# nothing\n").is_err());
     }
 }

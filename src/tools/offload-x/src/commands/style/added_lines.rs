@@ -87,16 +87,26 @@ fn find(lines: &[(String, Option<usize>)], want: &[&str], near: usize) -> Option
         .find(|&at| at <= last && fits(at))
 }
 
+/// A hunk whose new side is not in the tree file: the name of its patch and its stated line
+/// (from 1) on the new side. The tree is stale: `./x.py prepare` makes it again.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct MissingHunk {
+    /// The patch's name (`0003-...`, without `.patch`).
+    pub(super) patch: String,
+    /// The hunk's `+NEW` line.
+    pub(super) line: usize,
+}
+
 /// The lines of `text` (the tree's `path`, as the series leaves it) that `patches` add: tree
 /// line (from 1) -> the name of the patch that adds it. Lines that a later patch changed again
 /// are that patch's; lines that a later patch moved keep the patch that added them. Fails with
-/// the name of a patch and the stated line of the hunk whose new side is not in the file (a
-/// tree that the project no longer makes: `./x.py prepare` rewrites it).
+/// [`MissingHunk`] for the first hunk whose new side is not in the file (a tree that the
+/// project no longer makes: `./x.py prepare` rewrites it).
 pub(super) fn patch_added_lines(
     patches: &[Patch],
     path: &str,
     text: &str,
-) -> Result<BTreeMap<usize, String>, (String, usize)> {
+) -> Result<BTreeMap<usize, String>, MissingHunk> {
     // Each line of the file as it is taken apart, with its line in the tree (None: a line that
     // a taken-apart hunk put back).
     let mut lines: Vec<(String, Option<usize>)> =
@@ -113,7 +123,8 @@ pub(super) fn patch_added_lines(
             let at = if want.is_empty() {
                 near.min(lines.len())
             } else {
-                find(&lines, &want, near).ok_or((patch.name(), hunk.new_start))?
+                find(&lines, &want, near)
+                    .ok_or_else(|| MissingHunk { patch: patch.name(), line: hunk.new_start })?
             };
             let mut context = Vec::new();
             for ((_, added), (_, tree_line)) in new.iter().zip(&lines[at..]) {
@@ -204,9 +215,15 @@ pub(super) mod tests {
     #[test]
     fn a_tree_without_a_hunk_is_stale() {
         let tree = "// top\n1\ntwo\n3\n5\nfn theirs() {\n} // end\n6\n7\n8\n9\n10\n";
-        assert_eq!(patch_added_lines(&series(), "a.rs", tree), Err(("0003-c".to_string(), 7)));
+        assert_eq!(
+            patch_added_lines(&series(), "a.rs", tree),
+            Err(MissingHunk { patch: "0003-c".to_string(), line: 7 })
+        );
         let tree = "1\n2\n";
-        assert_eq!(patch_added_lines(&series(), "a.rs", tree), Err(("0004-d".to_string(), 4)));
+        assert_eq!(
+            patch_added_lines(&series(), "a.rs", tree),
+            Err(MissingHunk { patch: "0004-d".to_string(), line: 4 })
+        );
     }
 
     #[test]
