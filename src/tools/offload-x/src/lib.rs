@@ -25,8 +25,8 @@
 //!
 //! The modules come in three layers, each calling only the ones below it:
 //! - [`commands`]: the verbs of `./x.py`, one function each, which `main.rs` calls;
-//! - [`stages`]: what several verbs run first, steps 1 to 5 ([`stages::prepare`]) and step 6's
-//!   toolchain ([`stages::build`]);
+//! - [`stages`]: what several verbs run first, steps 1 to 5 ([`fn@stages::prepare`]) and step 6's
+//!   toolchain ([`fn@stages::build`]);
 //! - the leaves, which call no verb and no stage: [`bootstrap`], [`cache`], [`cuda`],
 //!   [`device_sysroot`], [`fetch`], [`fn_length`], [`materialize`], [`pins`], [`project`],
 //!   [`sysroot`], [`test_outcomes`], [`toolchain`], [`toolchain_lock`], [`tools`], [`ui`]

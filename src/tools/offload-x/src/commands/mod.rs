@@ -12,10 +12,11 @@
 //!
 //! A verb starts with the stage it needs ([`crate::stages`]: prepare or build) and builds on the
 //! leaf modules of the crate: `bootstrap` (upstream's `x.py`), `cache`, `cuda`,
-//! `device_sysroot`, `fetch`, `materialize`, `pins`, `project`, `sysroot`, `test_outcomes`,
-//! `toolchain`, `toolchain_lock`, `tools`, `ui` and `upstream`. Only verbs call verbs (`test`
-//! runs the checks of `style`, `series`, `outside`, `dist_check` and `gpu_check`; `dist_check`
-//! uses the tarball of `dist`); neither a stage nor a leaf imports anything from here.
+//! `device_sysroot`, `fetch`, `fn_length`, `materialize`, `pins`, `project`, `sysroot`,
+//! `test_outcomes`, `toolchain`, `toolchain_lock`, `tools`, `ui` and `upstream`. Only verbs call
+//! verbs (`test` runs the checks of `style`, `series`, `fuzz`, `outside`, `dist_check` and
+//! `gpu_check`; `dist_check` uses the tarball of `dist`); neither a stage nor a leaf imports
+//! anything from here.
 
 pub mod bench;
 pub mod dist;
