@@ -9,9 +9,9 @@
 //! - no GPU image holds an approximate instruction (`v_sin_f32`, `v_exp_f32`, `v_log_f32`;
 //!   `sin.approx`, `ex2.approx`, `lg2.approx`);
 //! - on the CPU device every result is the host's, bit for bit (the same functions, compiled
-//!   for the same target), but `core`'s `cbrt`, within 1 ULP: `core` declares it from the C
-//!   library, which the image takes from glibc and a host program from compiler-builtins (the
-//!   program prints `<kernel>: 0 of N differ`).
+//!   for the same target), but `core`'s `cbrt`, within 1 (`f32`) or 2 (`f64`) ULPs: `core`
+//!   declares it from the C library, which the image takes from glibc and a host program from
+//!   compiler-builtins (the program prints `<kernel>: 0 of N differ`).
 
 //@ only-x86_64
 //@ needs-offload

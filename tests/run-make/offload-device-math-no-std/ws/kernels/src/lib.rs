@@ -28,11 +28,12 @@ pub const CORE_FUNCTIONS: usize = 16;
 pub const CORE_F32_FUNCTIONS: usize = 10;
 
 /// The largest distance, in ULPs of the function's own type, between [`core_row`]'s result on
-/// the CPU device and on the host: 0, but 1 for `cbrt` (`f32` and `f64`), which `core` declares
-/// from the C library: a host program takes compiler-builtins' (a port of musl's, linked ahead
-/// of glibc's), while the CPU device's image calls glibc's, as the runtime loads it into the
-/// program (`src/doc/cargo-offload.md`, "Math in kernels").
-pub const CORE_BOUNDS: [u64; CORE_FUNCTIONS] = [0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0];
+/// the CPU device and on the host: 0, but for `cbrt`, which `core` declares from the C library:
+/// a host program takes compiler-builtins' (a port of musl's, linked ahead of glibc's), while
+/// the CPU device's image calls glibc's, as the runtime loads it into the program
+/// (`src/doc/cargo-offload.md`, "Math in kernels"). The two differ by at most 1 ULP for `f32`
+/// and 2 for `f64` over these arguments (measured).
+pub const CORE_BOUNDS: [u64; CORE_FUNCTIONS] = [0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 2, 0];
 
 /// The number of results per argument of [`libm_row`].
 pub const LIBM_FUNCTIONS: usize = 16;
