@@ -15,9 +15,10 @@
 //! Blocks are shared out among worker threads: the launching thread and up to `n - 1` threads
 //! started for the launch, where `n` is the number of online CPUs, or the value of the
 //! environment variable `RUST_OFFLOAD_CPU_WORKERS` (a positive integer) when set, and never more
-//! than the grid's blocks; both are read at the first launch and kept. Each worker takes the next block not yet taken and runs its threads
-//! one after another, x fastest (a loop inside the kernel's row function, into which the
-//! kernel's body is inlined), then y, then z. The launch returns when every block has run.
+//! than the grid's blocks; both are read at the first launch and kept. Each worker takes the
+//! next block not yet taken and runs its threads one after another, x fastest (a loop inside
+//! the kernel's row function, into which the kernel's body is inlined), then y, then z. The
+//! launch returns when every block has run.
 //!
 //! A work item that ends the program by a signal (`SIGILL` of the trap that a panic handler's
 //! `core::intrinsics::abort()` executes, `SIGTRAP`, `SIGABRT`, `SIGFPE`, and `SIGSEGV` or
