@@ -21,7 +21,9 @@
 //!   each, and once each under a `PreloadMut` (counted in the runtime's `LIBOMPTARGET_INFO`
 //!   lines); `offload_sync` brings the results back while the buffer stays; a `Preload` on
 //!   device 2 is read-only: a kernel that writes into it there changes nothing on the host,
-//!   and nothing is copied back.
+//!   and nothing is copied back; ten Jacobi steps over two buffers kept with `PreloadMut` move
+//!   the minimum, 4 MB each way: the temporary is made without a copy in
+//!   (`PreloadMut::without_copy_in`) and dropped without a copy back (`PreloadMut::discard`).
 //!
 //! On the CPU device (`--offload-arch=host`) the program's own comparison finds no difference
 //! and this test recomputes the saxpy's checksum for both lengths. For `gfx90a,sm_90` the same
@@ -144,6 +146,21 @@ fn main() {
         assert_eq!(count("host to device"), copies, "{mode}: copies in:\n{stderr}");
         assert_eq!(count("device to host"), copies, "{mode}: copies out:\n{stderr}");
     }
+    // Ten Jacobi steps over two 4 MB buffers kept on the device move each byte of the result
+    // once each way and nothing of the temporary (`PreloadMut::without_copy_in`, `discard`):
+    // 8 MB in all, the minimum.
+    let run = cmd(&exe).arg("jacobi-minimum").env("LIBOMPTARGET_INFO", "32").run();
+    let (stdout, stderr) = (run.stdout_utf8(), run.stderr_utf8());
+    assert!(stdout.contains("jacobi_minimum: 0 "), "the steps' results:\n{stdout}");
+    assert!(stdout.contains("b untouched: true"), "the temporary came back:\n{stdout}");
+    // Each buffer is 4,000,000 bytes: a copy of either is one line of that size.
+    let copies = |direction: &str| {
+        let line = format!("Copying data from {direction}");
+        stderr.lines().filter(|l| l.contains(&line) && l.contains("Size=4000000,")).count()
+    };
+    assert_eq!(copies("host to device"), 1, "copies in:\n{stderr}");
+    assert_eq!(copies("device to host"), 1, "copies out:\n{stderr}");
+
     // `offload_sync` brings the device's elements back while the buffer stays there; before
     // it, the host's elements are as they were.
     let run = cmd(&exe).arg("preload-sync").run();

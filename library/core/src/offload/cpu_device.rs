@@ -15,9 +15,10 @@
 //! Blocks are shared out among worker threads: the launching thread and up to `n - 1` threads
 //! started for the launch, where `n` is the number of online CPUs, or the value of the
 //! environment variable `RUST_OFFLOAD_CPU_WORKERS` (a positive integer) when set, and never more
-//! than the grid's blocks. Each worker takes the next block not yet taken and runs its threads
-//! one after another, x fastest (a loop inside the kernel's row function, into which the
-//! kernel's body is inlined), then y, then z. The launch returns when every block has run.
+//! than the grid's blocks; both are read at the first launch and kept. Each worker takes the
+//! next block not yet taken and runs its threads one after another, x fastest (a loop inside
+//! the kernel's row function, into which the kernel's body is inlined), then y, then z. The
+//! launch returns when every block has run.
 //!
 //! A work item that ends the program by a signal (`SIGILL` of the trap that a panic handler's
 //! `core::intrinsics::abort()` executes, `SIGTRAP`, `SIGABRT`, `SIGFPE`, and `SIGSEGV` or
@@ -885,8 +886,25 @@ impl AltSignalStack {
     }
 }
 
+/// [`worker_limit`] once known (0 before the first launch).
+static WORKER_LIMIT: AtomicU64 = AtomicU64::new(0);
+
 /// The most workers that a launch may use: `RUST_OFFLOAD_CPU_WORKERS`, else the online CPUs.
+/// Read at the first launch of the process and kept: reading them takes a `getenv` and a
+/// `sysconf`, which reads `/sys` (about 3 us), at every launch otherwise.
 fn worker_limit() -> u64 {
+    match WORKER_LIMIT.load(Ordering::Relaxed) {
+        0 => {
+            let limit = read_worker_limit();
+            WORKER_LIMIT.store(limit, Ordering::Relaxed);
+            limit
+        }
+        limit => limit,
+    }
+}
+
+/// [`worker_limit`] as the environment and the machine give it now (at least 1).
+fn read_worker_limit() -> u64 {
     // SAFETY: `getenv` with a NUL-terminated name; the C library keeps the value alive.
     let value = unsafe { getenv(c"RUST_OFFLOAD_CPU_WORKERS".as_ptr()) };
     if !value.is_null() {

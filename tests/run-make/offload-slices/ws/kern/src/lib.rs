@@ -100,6 +100,20 @@ pub fn add_one(values: &mut [f32]) {
     }
 }
 
+/// One Jacobi step of a 1-D three-point average: `dst[i] = (src[i - 1] + src[i] + src[i + 1])
+/// / 3` inside, `dst[i] = src[i]` at both ends. Writes every element of `dst`, reads none.
+#[offload_kernel]
+pub fn smooth(src: &[f32], dst: &mut [f32]) {
+    let i = global_x();
+    if i < dst.len() {
+        dst[i] = if i == 0 || i + 1 == src.len() {
+            src[i]
+        } else {
+            (src[i - 1] + src[i] + src[i + 1]) / 3.0
+        };
+    }
+}
+
 /// `dst[i] = 1000 * src.len() + i` for the work item's `i`: a launch passes two raw slices of one
 /// buffer that overlap (`src` the first elements, `dst` all but the first).
 #[offload_kernel]
