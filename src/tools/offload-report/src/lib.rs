@@ -30,9 +30,12 @@
 //!   the kernel's first launch on each device with the launch's result; the device's UID comes
 //!   from `omp_get_uid_from_device` (OpenMP 6.0).
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{CStr, c_char, c_int, c_void};
+use std::io::Write;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `__tgt_offload_entry` as LLVM 22's runtime reads it (56 bytes).
 #[repr(C)]
@@ -100,6 +103,8 @@ struct State {
     loaded: BTreeMap<i32, Vec<usize>>,
     /// (kernel handle, device) pairs already reported.
     reported: BTreeSet<(usize, i64)>,
+    /// The data the runtime copied, by launch.
+    ledger: Ledger,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -109,6 +114,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     device_types: BTreeMap::new(),
     loaded: BTreeMap::new(),
     reported: BTreeSet::new(),
+    ledger: Ledger::new(),
 });
 
 fn state() -> std::sync::MutexGuard<'static, State> {
@@ -452,8 +458,14 @@ pub unsafe extern "C" fn __tgt_target_kernel(
         unsafe extern "C" fn(*mut c_void, i64, i32, i32, *mut c_void, *mut c_void) -> c_int;
     // SAFETY: the runtime's `__tgt_target_kernel` has this signature.
     let launch: Launch = unsafe { std::mem::transmute(next(c"__tgt_target_kernel")) };
+    state().ledger.launch(host_ptr as usize);
+    // The runtime copies the launch's data inside this call, on this thread: the data-op
+    // callback reads the kernel from here. The previous value comes back after the call, should
+    // a launch ever start another.
+    let outer = LAUNCHING.replace(Some(host_ptr as usize));
     // SAFETY: the caller's arguments, unchanged.
     let result = unsafe { launch(loc, device_id, num_teams, thread_limit, host_ptr, args) };
+    LAUNCHING.set(outer);
     let device =
         if device_id < 0 { i64::from(runtime_int(c"omp_get_default_device")) } else { device_id };
     report(host_ptr as usize, device, result == 0);
@@ -518,6 +530,131 @@ fn report(kernel: usize, device: i64, launched: bool) {
     eprintln!("{line}");
 }
 
+thread_local! {
+    /// The host handle of the kernel whose `__tgt_target_kernel` call runs on this thread.
+    static LAUNCHING: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// One direction's share of the data copied: `bytes` in `copies` copies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flow {
+    /// Bytes copied, summed over the copies.
+    pub bytes: u64,
+    /// Copies: data operations of the runtime, one per mapped range it copies.
+    pub copies: u64,
+}
+
+/// The data copied between the host and the devices, each way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Host to device (`ompt_target_data_transfer_to_device` and its `_async` form).
+    pub to_devices: Flow,
+    /// Device to host (`ompt_target_data_transfer_from_device` and its `_async` form).
+    pub back: Flow,
+}
+
+impl Traffic {
+    /// No copies either way.
+    pub const NONE: Traffic =
+        Traffic { to_devices: Flow { bytes: 0, copies: 0 }, back: Flow { bytes: 0, copies: 0 } };
+
+    /// Both ways summed, saturating (a count that large is not a real program's).
+    pub fn plus(self, other: Traffic) -> Traffic {
+        let add = |a: Flow, b: Flow| Flow {
+            bytes: a.bytes.saturating_add(b.bytes),
+            copies: a.copies.saturating_add(b.copies),
+        };
+        Traffic {
+            to_devices: add(self.to_devices, other.to_devices),
+            back: add(self.back, other.back),
+        }
+    }
+}
+
+/// `ompt_target_data_op_t` values that copy data (OpenMP 5.1's tool interface, chapter 4;
+/// the numbers of LLVM 22's `omp-tools.h`): to a device, from a device, and their `_async`
+/// forms. The other operations (allocate, delete, associate, disassociate) copy nothing.
+const TRANSFER_TO_DEVICE: [c_int; 2] = [2, 18];
+const TRANSFER_FROM_DEVICE: [c_int; 2] = [3, 19];
+
+/// `ompt_scope_end` (`ompt_scope_endpoint_t`: begin 1, end 2, beginend 3).
+const SCOPE_END: c_int = 2;
+
+/// The copies the runtime made: per kernel (by host handle) during its launches, and outside
+/// any launch.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Ledger {
+    kernels: BTreeMap<usize, Traffic>,
+    outside: Traffic,
+}
+
+impl Ledger {
+    /// Nothing launched, nothing copied.
+    pub const fn new() -> Ledger {
+        Ledger { kernels: BTreeMap::new(), outside: Traffic::NONE }
+    }
+
+    /// Notes a launch of the kernel with host handle `kernel`, so that it has a line even
+    /// when its launches copy nothing.
+    pub fn launch(&mut self, kernel: usize) {
+        self.kernels.entry(kernel).or_default();
+    }
+
+    /// Counts one data operation of type `optype` (`ompt_target_data_op_t`) over `bytes`
+    /// bytes, made during a launch of `kernel` or, for `None`, outside any launch; an
+    /// operation that copies nothing is not counted.
+    pub fn data_op(&mut self, kernel: Option<usize>, optype: c_int, bytes: usize) {
+        let traffic = match kernel {
+            Some(kernel) => self.kernels.entry(kernel).or_default(),
+            None => &mut self.outside,
+        };
+        let flow = if TRANSFER_TO_DEVICE.contains(&optype) {
+            &mut traffic.to_devices
+        } else if TRANSFER_FROM_DEVICE.contains(&optype) {
+            &mut traffic.back
+        } else {
+            return;
+        };
+        flow.bytes = flow.bytes.saturating_add(bytes as u64);
+        flow.copies = flow.copies.saturating_add(1);
+    }
+
+    /// The report's lines: none when nothing was launched or copied; else the total, one line
+    /// per launched kernel (named by `name` from its host handle, in the order of the names)
+    /// and one for the copies outside launches. See [`traffic_line`] for the format.
+    pub fn lines(&self, name: impl Fn(usize) -> String) -> Vec<String> {
+        if self.kernels.is_empty() && self.outside == Traffic::NONE {
+            return Vec::new();
+        }
+        let total = self.kernels.values().fold(self.outside, |sum, t| sum.plus(*t));
+        let mut kernels: Vec<(String, Traffic)> =
+            self.kernels.iter().map(|(kernel, traffic)| (name(*kernel), *traffic)).collect();
+        kernels.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut lines = vec![traffic_line("", total)];
+        for (kernel, traffic) in kernels {
+            lines.push(traffic_line(&format!(" by kernel `{kernel}`"), traffic));
+        }
+        lines.push(traffic_line(" outside launches", self.outside));
+        lines
+    }
+}
+
+/// One line of the data report, `whose` after `data moved` (empty for the total, ` by kernel
+/// `K``, ` outside launches`):
+/// `[offload report] data moved<whose>: B bytes to devices in C copies, B bytes back in C
+/// copies` (`1 byte`, `1 copy` in the singular).
+pub fn traffic_line(whose: &str, traffic: Traffic) -> String {
+    let count = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let (to, back) = (traffic.to_devices, traffic.back);
+    format!(
+        "[offload report] data moved{whose}: {} to devices in {}, {} back in {}",
+        count(to.bytes, "byte", "bytes"),
+        count(to.copies, "copy", "copies"),
+        count(back.bytes, "byte", "bytes"),
+        count(back.copies, "copy", "copies"),
+    )
+}
+
 // OMPT (OpenMP 5.1, chapter 4): the tool interface the runtime offers.
 
 /// `ompt_data_t`.
@@ -544,6 +681,15 @@ unsafe impl Sync for StartToolResult {}
 const DEVICE_INITIALIZE: c_int = 12;
 const DEVICE_LOAD: c_int = 14;
 
+/// `ompt_callback_target_data_op` (OpenMP 5.0's form) and `ompt_callback_target_data_op_emi`
+/// (5.1's), as numbered in `ompt_callbacks_t` (LLVM 22's `omp-tools.h`).
+const TARGET_DATA_OP: c_int = 9;
+const TARGET_DATA_OP_EMI: c_int = 34;
+
+/// `ompt_set_sometimes` (`ompt_set_result_t`): from it up, the runtime may call a callback
+/// it accepted; below it (error, never, impossible) it will not.
+const SET_SOMETIMES: c_int = 3;
+
 // The runtime receives `&TOOL.tool_data` as a writable `ompt_data_t *` but, as this tool asks,
 // never writes it: `TOOL` may stay read-only.
 static TOOL: StartToolResult =
@@ -558,8 +704,9 @@ pub extern "C" fn ompt_start_tool(
     &TOOL
 }
 
-/// OMPT's `initialize`: registers [`device_initialize`] and [`device_load`]. Returns 1 (the
-/// tool stays active).
+/// OMPT's `initialize`: registers [`device_initialize`], [`device_load`] and the data-op
+/// callback ([`target_data_op_emi`], else [`target_data_op`]), and [`print_traffic`] for the
+/// program's exit. Returns 1 (the tool stays active).
 unsafe extern "C" fn initialize(lookup: Lookup, _device: c_int, _data: *mut OmptData) -> c_int {
     // SAFETY: the runtime's lookup takes a NUL-terminated entry point name.
     let set = unsafe { lookup(c"ompt_set_callback".as_ptr()) };
@@ -573,12 +720,98 @@ unsafe extern "C" fn initialize(lookup: Lookup, _device: c_int, _data: *mut Ompt
     unsafe {
         set(DEVICE_INITIALIZE, device_initialize as *const c_void);
         set(DEVICE_LOAD, device_load as *const c_void);
+        // LLVM's runtime calls only one of the two forms, the 5.1 one when both are set; the
+        // older one is asked for only where the runtime will not call the newer.
+        if set(TARGET_DATA_OP_EMI, target_data_op_emi as *const c_void) < SET_SOMETIMES {
+            set(TARGET_DATA_OP, target_data_op as *const c_void);
+        }
     }
+    // The runtime calls `finalize` from its own shutdown; `atexit` covers an exit that skips
+    // that, and `print_traffic` prints once either way.
+    // SAFETY: `at_exit` takes no arguments and may run at any exit.
+    unsafe { atexit(at_exit) };
     1
 }
 
-/// OMPT's `finalize`: nothing to release.
-unsafe extern "C" fn finalize(_data: *mut OmptData) {}
+unsafe extern "C" {
+    fn atexit(f: extern "C" fn()) -> c_int;
+}
+
+extern "C" fn at_exit() {
+    print_traffic();
+}
+
+/// OMPT's `finalize`, called at the runtime's shutdown: prints the data report.
+unsafe extern "C" fn finalize(_data: *mut OmptData) {
+    print_traffic();
+}
+
+/// Whether the data report was printed.
+static PRINTED: AtomicBool = AtomicBool::new(false);
+
+/// Prints the data report ([`Ledger::lines`]) on standard error, once: nothing when the
+/// program launched no kernel and copied nothing.
+fn print_traffic() {
+    if PRINTED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let state = state();
+    let lines = state.ledger.lines(|kernel| match state.kernels.get(&kernel) {
+        Some((name, _)) => name.clone(),
+        None => format!("{kernel:#x}"),
+    });
+    drop(state);
+    if lines.is_empty() {
+        return;
+    }
+    // One write, its error ignored: it runs at exit, where a failed `eprintln!` would panic
+    // across a C caller (an abort) and no one is left to tell.
+    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// OMPT's `target_data_op_emi` (`ompt_callback_target_data_op_emi_t`, OpenMP 5.1): counts
+/// the operation at its begin only, since the runtime calls this at both ends of each.
+unsafe extern "C" fn target_data_op_emi(
+    endpoint: c_int,
+    _target_task_data: *mut OmptData,
+    _target_data: *mut OmptData,
+    _host_op_id: *mut u64,
+    optype: c_int,
+    _src_address: *mut c_void,
+    _src_device: c_int,
+    _dest_address: *mut c_void,
+    _dest_device: c_int,
+    bytes: usize,
+    _code: *const c_void,
+) {
+    if endpoint != SCOPE_END {
+        count_data_op(optype, bytes);
+    }
+}
+
+/// OMPT's `target_data_op` (`ompt_callback_target_data_op_t`, OpenMP 5.0): called once per
+/// operation.
+unsafe extern "C" fn target_data_op(
+    _target_id: u64,
+    _host_op_id: u64,
+    optype: c_int,
+    _src_address: *mut c_void,
+    _src_device: c_int,
+    _dest_address: *mut c_void,
+    _dest_device: c_int,
+    bytes: usize,
+    _code: *const c_void,
+) {
+    count_data_op(optype, bytes);
+}
+
+/// Counts a data operation for the kernel launching on this thread, if any.
+fn count_data_op(optype: c_int, bytes: usize) {
+    // `try_with`: a thread's own storage may be gone while it exits.
+    let kernel = LAUNCHING.try_with(Cell::get).ok().flatten();
+    state().ledger.data_op(kernel, optype, bytes);
+}
 
 /// OMPT's `device_initialize`: records the device's type. Called with the runtime's device
 /// lock held.
@@ -675,6 +908,62 @@ mod tests {
             none,
             "[offload report] kernel `k` did not run: the runtime has no device 0 (0 devices \
              run the program's images: nvptx64 sm_90)"
+        );
+    }
+
+    #[test]
+    fn copies_count_per_kernel_and_outside_launches() {
+        let mut ledger = Ledger::new();
+        assert!(ledger.lines(|_| unreachable!()).is_empty(), "nothing launched or copied");
+        ledger.launch(0x10);
+        ledger.launch(0x20);
+        ledger.data_op(Some(0x10), 2, 4000); // to the device
+        ledger.data_op(Some(0x10), 18, 4000); // to the device, async
+        ledger.data_op(Some(0x10), 3, 4000); // back
+        ledger.data_op(Some(0x10), 1, 4000); // an allocation: not a copy
+        ledger.data_op(Some(0x10), 4, 0); // a deletion: not a copy
+        ledger.data_op(None, 2, 8000); // a `Preload`
+        ledger.data_op(None, 19, 1); // back, async
+        let name = |kernel: usize| if kernel == 0x10 { "b_kernel".into() } else { "a".into() };
+        assert_eq!(
+            ledger.lines(name),
+            [
+                "[offload report] data moved: 16000 bytes to devices in 3 copies, 4001 bytes \
+                 back in 2 copies",
+                "[offload report] data moved by kernel `a`: 0 bytes to devices in 0 copies, 0 \
+                 bytes back in 0 copies",
+                "[offload report] data moved by kernel `b_kernel`: 8000 bytes to devices in 2 \
+                 copies, 4000 bytes back in 1 copy",
+                "[offload report] data moved outside launches: 8000 bytes to devices in 1 copy, \
+                 1 byte back in 1 copy",
+            ]
+        );
+    }
+
+    #[test]
+    fn copies_outside_launches_alone_are_reported() {
+        let mut ledger = Ledger::new();
+        ledger.data_op(None, 5, 64); // an association: not a copy
+        assert!(ledger.lines(|_| unreachable!()).is_empty());
+        ledger.data_op(None, 3, 4);
+        let lines = ledger.lines(|_| unreachable!());
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(
+            lines[0],
+            "[offload report] data moved: 0 bytes to devices in 0 copies, 4 bytes back in 1 copy"
+        );
+        assert!(lines[1].starts_with("[offload report] data moved outside launches: 0 bytes"));
+    }
+
+    #[test]
+    fn a_copy_during_a_launch_is_the_kernels_even_if_first_seen_there() {
+        let mut ledger = Ledger::new();
+        ledger.data_op(Some(7), 2, 12);
+        let lines = ledger.lines(|kernel| format!("{kernel:#x}"));
+        assert_eq!(
+            lines[1],
+            "[offload report] data moved by kernel `0x7`: 12 bytes to devices in 1 copy, 0 \
+             bytes back in 0 copies"
         );
     }
 }
