@@ -5,16 +5,28 @@
 //! program's device images, or that the launch failed. Each call goes on to LLVM's offload
 //! runtime unchanged; being an OMPT tool turns on `libomp`'s tool callbacks (a small cost per
 //! OpenMP event), and replaces a tool the program brings. Without `OFFLOAD_REPORT` the library
-//! is not loaded at all.
+//! is not loaded at all. At the program's end, if it launched a kernel or copied data, it
+//! prints the data the runtime copied between the host and the devices: in all, during the
+//! launches of each kernel, and outside launches (a `core::offload::Preload`'s copies in and
+//! out, `offload_sync`).
 //!
 //! ```text
 //! [offload report] kernel `K` ran on device 0 (generic-64bit, uid x86_64-0) from image 1 of 2
 //!     (x86_64-unknown-linux-gnu)
 //! [offload report] kernel `K` did not run: the runtime has no device 0 (0 devices run the
 //!     program's images: nvptx64-nvidia-cuda sm_90)
+//! [offload report] data moved: 8000 bytes to devices in 2 copies, 4000 bytes back in 1 copy
+//! [offload report] data moved by kernel `K`: 4000 bytes to devices in 1 copy, 4000 bytes back
+//!     in 1 copy
+//! [offload report] data moved outside launches: 4000 bytes to devices in 1 copy, 0 bytes back
+//!     in 0 copies
 //! ```
 //!
-//! (one line each; `K` is the kernel's symbol, as in the program's offload entries).
+//! (one line each; `K` is the kernel's symbol, as in the program's offload entries; `1 byte`
+//! and `1 copy` in the singular). A copy is one data transfer of the runtime, host to device or
+//! device to host, as its OMPT data-op callback announces it: one per mapped range it copies,
+//! the same copies that `LIBOMPTARGET_INFO=32` prints one line each for. Allocations and
+//! releases of device memory are not copies. A kernel has a line once launched, copies or not.
 //!
 //! How it learns each fact, all from the runtime's own interfaces:
 //! - the program's images and kernels: the library defines `__tgt_register_lib`, which the
@@ -28,7 +40,17 @@
 //!   loaded onto a device);
 //! - each launch: the library defines `__tgt_target_kernel`, calls the runtime's, and reports
 //!   the kernel's first launch on each device with the launch's result; the device's UID comes
-//!   from `omp_get_uid_from_device` (OpenMP 6.0).
+//!   from `omp_get_uid_from_device` (OpenMP 6.0);
+//! - the copies: the library registers the OMPT data-op callback (OpenMP 5.1's
+//!   `ompt_callback_target_data_op_emi`, number 34, counted at its begin only; the 5.0 form
+//!   `ompt_callback_target_data_op`, number 9, where the runtime takes only that), and counts
+//!   transfers to and from a device (`ompt_target_data_op_t` 2 and 3, `_async` 18 and 19). The
+//!   runtime makes a launch's copies on the launching thread, inside its `__tgt_target_kernel`:
+//!   the wrapper names the kernel in a thread-local for the call's length, and copies made with
+//!   none named count as outside launches (so would the copies of a launch that the runtime
+//!   deferred to one of its own threads);
+//! - the program's end: OMPT's `finalize`, which the runtime calls at its shutdown, or an
+//!   `atexit` handler registered by `initialize`, whichever comes first, prints the lines.
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
