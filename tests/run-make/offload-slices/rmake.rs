@@ -21,7 +21,8 @@
 //!   each, and once each under a `PreloadMut` (counted in the runtime's `LIBOMPTARGET_INFO`
 //!   lines); `offload_sync` brings the results back while the buffer stays; a `Preload` on
 //!   device 2 is read-only: a kernel that writes into it there changes nothing on the host,
-//!   and nothing is copied back.
+//!   and nothing is copied back; the report's total of data moved (`OFFLOAD_REPORT`) counts
+//!   the bytes and copies each way that the runtime's info lines show.
 //!
 //! On the CPU device (`--offload-arch=host`) the program's own comparison finds no difference
 //! and this test recomputes the saxpy's checksum for both lengths. For `gfx90a,sm_90` the same
