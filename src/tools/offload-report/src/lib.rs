@@ -44,11 +44,15 @@
 //! - the copies: the library registers the OMPT data-op callback (OpenMP 5.1's
 //!   `ompt_callback_target_data_op_emi`, number 34, counted at its begin only; the 5.0 form
 //!   `ompt_callback_target_data_op`, number 9, where the runtime takes only that), and counts
-//!   transfers to and from a device (`ompt_target_data_op_t` 2 and 3, `_async` 18 and 19). The
-//!   runtime makes a launch's copies on the launching thread, inside its `__tgt_target_kernel`:
-//!   the wrapper names the kernel in a thread-local for the call's length, and copies made with
-//!   none named count as outside launches (so would the copies of a launch that the runtime
-//!   deferred to one of its own threads);
+//!   transfers to and from a device (`ompt_target_data_op_t` 2 and 3, `_async` 18 and 19);
+//! - whose copies they are: a launch is three calls into the runtime on one thread,
+//!   `__tgt_target_data_begin_mapper` (its arguments copied in), `__tgt_target_kernel` and
+//!   `__tgt_target_data_end_mapper` (copied back), the mappers with the program's `ident_t` as
+//!   `loc`; a `Preload` calls the same mappers with a null `loc`. The library defines the two
+//!   mappers too and notes, for the length of each call, what the thread's copies are for: a
+//!   mapper with a null `loc`, outside launches; a launch's `begin_mapper`, the launch whose
+//!   kernel comes next on the thread; the kernel's call and the `end_mapper` after it, that
+//!   kernel. Copies on a thread in none of these calls count as outside launches;
 //! - the program's end: OMPT's `finalize`, which the runtime calls at its shutdown, or an
 //!   `atexit` handler registered by `initialize`, whichever comes first, prints the lines.
 
@@ -480,14 +484,14 @@ pub unsafe extern "C" fn __tgt_target_kernel(
         unsafe extern "C" fn(*mut c_void, i64, i32, i32, *mut c_void, *mut c_void) -> c_int;
     // SAFETY: the runtime's `__tgt_target_kernel` has this signature.
     let launch: Launch = unsafe { std::mem::transmute(next(c"__tgt_target_kernel")) };
-    state().ledger.launch(host_ptr as usize);
-    // The runtime copies the launch's data inside this call, on this thread: the data-op
-    // callback reads the kernel from here. The previous value comes back after the call, should
-    // a launch ever start another.
-    let outer = LAUNCHING.replace(Some(host_ptr as usize));
+    let kernel = host_ptr as usize;
+    // The copies of this launch's `begin_mapper`, made before the kernel was known, are its.
+    state().ledger.launch(kernel, thread());
+    LAST_KERNEL.set(Some(kernel));
     // SAFETY: the caller's arguments, unchanged.
-    let result = unsafe { launch(loc, device_id, num_teams, thread_limit, host_ptr, args) };
-    LAUNCHING.set(outer);
+    let result = with_role(Role::Kernel(kernel), || unsafe {
+        launch(loc, device_id, num_teams, thread_limit, host_ptr, args)
+    });
     let device =
         if device_id < 0 { i64::from(runtime_int(c"omp_get_default_device")) } else { device_id };
     report(host_ptr as usize, device, result == 0);
@@ -552,10 +556,108 @@ fn report(kernel: usize, device: i64, launched: bool) {
     eprintln!("{line}");
 }
 
-thread_local! {
-    /// The host handle of the kernel whose `__tgt_target_kernel` call runs on this thread.
-    static LAUNCHING: Cell<Option<usize>> = const { Cell::new(None) };
+/// What the runtime's copies on a thread are made for, as the calls into the runtime that the
+/// thread is in say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// No launch: a `Preload`'s mapping, `offload_sync`.
+    Outside,
+    /// A launch's `__tgt_target_data_begin_mapper`, before its kernel is known.
+    Launch,
+    /// The launch of the kernel with this host handle (its `__tgt_target_kernel` and the
+    /// `__tgt_target_data_end_mapper` after it).
+    Kernel(usize),
 }
+
+thread_local! {
+    static ROLE: Cell<Role> = const { Cell::new(Role::Outside) };
+    /// The kernel this thread launched last: a launch's `end_mapper` comes after its kernel.
+    static LAST_KERNEL: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// A number for this thread, unique among the running threads: its `ROLE`'s address.
+fn thread() -> usize {
+    ROLE.try_with(|role| role as *const Cell<Role> as usize).unwrap_or(0)
+}
+
+/// `f()`, with this thread's copies made for `role` while it runs.
+fn with_role<R>(role: Role, f: impl FnOnce() -> R) -> R {
+    let outer = ROLE.replace(role);
+    let result = f();
+    ROLE.set(outer);
+    result
+}
+
+/// The runtime's `__tgt_target_data_begin_mapper`, seen first by this library: a launch maps
+/// its arguments with it before the kernel (with the program's `ident_t` as `loc`), a
+/// `Preload` its data (with a null `loc`). Passes the call on unchanged.
+///
+/// # Safety
+/// As the runtime's: `count` entries in each array, a valid `device`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __tgt_target_data_begin_mapper(
+    loc: *mut c_void,
+    device: i64,
+    count: i32,
+    bases: *mut *mut c_void,
+    pointers: *mut *mut c_void,
+    sizes: *mut i64,
+    types: *mut i64,
+    names: *mut *mut c_void,
+    mappers: *mut *mut c_void,
+) {
+    // SAFETY: the runtime's mappers have this signature.
+    let mapper: Mapper = unsafe { std::mem::transmute(next(c"__tgt_target_data_begin_mapper")) };
+    let role = if loc.is_null() { Role::Outside } else { Role::Launch };
+    // SAFETY: the caller's arguments, unchanged.
+    with_role(role, || unsafe {
+        mapper(loc, device, count, bases, pointers, sizes, types, names, mappers)
+    })
+}
+
+/// The runtime's `__tgt_target_data_end_mapper`, seen first by this library: a launch unmaps
+/// its arguments with it after the kernel (its copies back are that kernel's), a `Preload` its
+/// data. Passes the call on unchanged.
+///
+/// # Safety
+/// As [`__tgt_target_data_begin_mapper`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __tgt_target_data_end_mapper(
+    loc: *mut c_void,
+    device: i64,
+    count: i32,
+    bases: *mut *mut c_void,
+    pointers: *mut *mut c_void,
+    sizes: *mut i64,
+    types: *mut i64,
+    names: *mut *mut c_void,
+    mappers: *mut *mut c_void,
+) {
+    // SAFETY: the runtime's mappers have this signature.
+    let mapper: Mapper = unsafe { std::mem::transmute(next(c"__tgt_target_data_end_mapper")) };
+    let role = match (loc.is_null(), LAST_KERNEL.get()) {
+        (true, _) => Role::Outside,
+        (false, Some(kernel)) => Role::Kernel(kernel),
+        (false, None) => Role::Launch,
+    };
+    // SAFETY: the caller's arguments, unchanged.
+    with_role(role, || unsafe {
+        mapper(loc, device, count, bases, pointers, sizes, types, names, mappers)
+    })
+}
+
+/// `__tgt_target_data_begin_mapper`'s and `end_mapper`'s signature (LLVM 22's `omptarget.h`).
+type Mapper = unsafe extern "C" fn(
+    *mut c_void,
+    i64,
+    i32,
+    *mut *mut c_void,
+    *mut *mut c_void,
+    *mut i64,
+    *mut i64,
+    *mut *mut c_void,
+    *mut *mut c_void,
+);
 
 /// One direction's share of the data copied: `bytes` in `copies` copies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -602,33 +704,50 @@ const TRANSFER_FROM_DEVICE: [c_int; 2] = [3, 19];
 /// `ompt_scope_end` (`ompt_scope_endpoint_t`: begin 1, end 2, beginend 3).
 const SCOPE_END: c_int = 2;
 
+/// Whom a copy is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Whose {
+    /// A launch of the kernel with this host handle.
+    Kernel(usize),
+    /// A launch on the thread with this number whose kernel is not known yet (its
+    /// `begin_mapper` comes before its `__tgt_target_kernel`).
+    Launch(usize),
+    /// No launch.
+    Outside,
+}
+
 /// The copies the runtime made: per kernel (by host handle) during its launches, and outside
 /// any launch.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Ledger {
     kernels: BTreeMap<usize, Traffic>,
+    /// Thread number -> the copies of its launch whose kernel is not known yet.
+    pending: BTreeMap<usize, Traffic>,
     outside: Traffic,
 }
 
 impl Ledger {
     /// Nothing launched, nothing copied.
     pub const fn new() -> Ledger {
-        Ledger { kernels: BTreeMap::new(), outside: Traffic::NONE }
+        Ledger { kernels: BTreeMap::new(), pending: BTreeMap::new(), outside: Traffic::NONE }
     }
 
-    /// Notes a launch of the kernel with host handle `kernel`, so that it has a line even
+    /// Notes a launch of the kernel with host handle `kernel` on the thread numbered
+    /// `thread`: the copies pending there are the kernel's, and the kernel has a line even
     /// when its launches copy nothing.
-    pub fn launch(&mut self, kernel: usize) {
-        self.kernels.entry(kernel).or_default();
+    pub fn launch(&mut self, kernel: usize, thread: usize) {
+        let pending = self.pending.remove(&thread).unwrap_or_default();
+        let traffic = self.kernels.entry(kernel).or_default();
+        *traffic = traffic.plus(pending);
     }
 
     /// Counts one data operation of type `optype` (`ompt_target_data_op_t`) over `bytes`
-    /// bytes, made during a launch of `kernel` or, for `None`, outside any launch; an
-    /// operation that copies nothing is not counted.
-    pub fn data_op(&mut self, kernel: Option<usize>, optype: c_int, bytes: usize) {
-        let traffic = match kernel {
-            Some(kernel) => self.kernels.entry(kernel).or_default(),
-            None => &mut self.outside,
+    /// bytes, made for `whose`; an operation that copies nothing is not counted.
+    pub fn data_op(&mut self, whose: Whose, optype: c_int, bytes: usize) {
+        let traffic = match whose {
+            Whose::Kernel(kernel) => self.kernels.entry(kernel).or_default(),
+            Whose::Launch(thread) => self.pending.entry(thread).or_default(),
+            Whose::Outside => &mut self.outside,
         };
         let flow = if TRANSFER_TO_DEVICE.contains(&optype) {
             &mut traffic.to_devices
@@ -643,12 +762,14 @@ impl Ledger {
 
     /// The report's lines: none when nothing was launched or copied; else the total, one line
     /// per launched kernel (named by `name` from its host handle, in the order of the names)
-    /// and one for the copies outside launches. See [`traffic_line`] for the format.
+    /// and one for the copies outside launches, with those of a launch whose kernel never came
+    /// (so that the lines add up to the total). See [`traffic_line`] for the format.
     pub fn lines(&self, name: impl Fn(usize) -> String) -> Vec<String> {
-        if self.kernels.is_empty() && self.outside == Traffic::NONE {
+        let outside = self.pending.values().fold(self.outside, |sum, t| sum.plus(*t));
+        if self.kernels.is_empty() && outside == Traffic::NONE {
             return Vec::new();
         }
-        let total = self.kernels.values().fold(self.outside, |sum, t| sum.plus(*t));
+        let total = self.kernels.values().fold(outside, |sum, t| sum.plus(*t));
         let mut kernels: Vec<(String, Traffic)> =
             self.kernels.iter().map(|(kernel, traffic)| (name(*kernel), *traffic)).collect();
         kernels.sort_by(|a, b| a.0.cmp(&b.0));
@@ -656,7 +777,7 @@ impl Ledger {
         for (kernel, traffic) in kernels {
             lines.push(traffic_line(&format!(" by kernel `{kernel}`"), traffic));
         }
-        lines.push(traffic_line(" outside launches", self.outside));
+        lines.push(traffic_line(" outside launches", outside));
         lines
     }
 }
@@ -828,11 +949,15 @@ unsafe extern "C" fn target_data_op(
     count_data_op(optype, bytes);
 }
 
-/// Counts a data operation for the kernel launching on this thread, if any.
+/// Counts a data operation for what this thread's call into the runtime is for.
 fn count_data_op(optype: c_int, bytes: usize) {
     // `try_with`: a thread's own storage may be gone while it exits.
-    let kernel = LAUNCHING.try_with(Cell::get).ok().flatten();
-    state().ledger.data_op(kernel, optype, bytes);
+    let whose = match ROLE.try_with(Cell::get).unwrap_or(Role::Outside) {
+        Role::Outside => Whose::Outside,
+        Role::Launch => Whose::Launch(thread()),
+        Role::Kernel(kernel) => Whose::Kernel(kernel),
+    };
+    state().ledger.data_op(whose, optype, bytes);
 }
 
 /// OMPT's `device_initialize`: records the device's type. Called with the runtime's device
@@ -937,15 +1062,16 @@ mod tests {
     fn copies_count_per_kernel_and_outside_launches() {
         let mut ledger = Ledger::new();
         assert!(ledger.lines(|_| unreachable!()).is_empty(), "nothing launched or copied");
-        ledger.launch(0x10);
-        ledger.launch(0x20);
-        ledger.data_op(Some(0x10), 2, 4000); // to the device
-        ledger.data_op(Some(0x10), 18, 4000); // to the device, async
-        ledger.data_op(Some(0x10), 3, 4000); // back
-        ledger.data_op(Some(0x10), 1, 4000); // an allocation: not a copy
-        ledger.data_op(Some(0x10), 4, 0); // a deletion: not a copy
-        ledger.data_op(None, 2, 8000); // a `Preload`
-        ledger.data_op(None, 19, 1); // back, async
+        // A launch of 0x10 on thread 1: its `begin_mapper` copies before the kernel is known.
+        ledger.data_op(Whose::Launch(1), 2, 4000); // to the device
+        ledger.data_op(Whose::Launch(1), 18, 4000); // to the device, async
+        ledger.data_op(Whose::Launch(1), 1, 4000); // an allocation: not a copy
+        ledger.launch(0x10, 1);
+        ledger.data_op(Whose::Kernel(0x10), 3, 4000); // back, in its `end_mapper`
+        ledger.data_op(Whose::Kernel(0x10), 4, 0); // a deletion: not a copy
+        ledger.launch(0x20, 1); // nothing pending: no copies
+        ledger.data_op(Whose::Outside, 2, 8000); // a `Preload`
+        ledger.data_op(Whose::Outside, 19, 1); // back, async
         let name = |kernel: usize| if kernel == 0x10 { "b_kernel".into() } else { "a".into() };
         assert_eq!(
             ledger.lines(name),
@@ -965,9 +1091,9 @@ mod tests {
     #[test]
     fn copies_outside_launches_alone_are_reported() {
         let mut ledger = Ledger::new();
-        ledger.data_op(None, 5, 64); // an association: not a copy
+        ledger.data_op(Whose::Outside, 5, 64); // an association: not a copy
         assert!(ledger.lines(|_| unreachable!()).is_empty());
-        ledger.data_op(None, 3, 4);
+        ledger.data_op(Whose::Outside, 3, 4);
         let lines = ledger.lines(|_| unreachable!());
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert_eq!(
@@ -978,14 +1104,22 @@ mod tests {
     }
 
     #[test]
-    fn a_copy_during_a_launch_is_the_kernels_even_if_first_seen_there() {
+    fn pending_copies_stay_with_their_thread_or_count_outside() {
         let mut ledger = Ledger::new();
-        ledger.data_op(Some(7), 2, 12);
+        ledger.data_op(Whose::Launch(1), 2, 12);
+        ledger.data_op(Whose::Launch(2), 2, 5); // thread 2's kernel never launches
+        ledger.launch(7, 1);
         let lines = ledger.lines(|kernel| format!("{kernel:#x}"));
         assert_eq!(
-            lines[1],
-            "[offload report] data moved by kernel `0x7`: 12 bytes to devices in 1 copy, 0 \
-             bytes back in 0 copies"
+            lines,
+            [
+                "[offload report] data moved: 17 bytes to devices in 2 copies, 0 bytes back in 0 \
+                 copies",
+                "[offload report] data moved by kernel `0x7`: 12 bytes to devices in 1 copy, 0 \
+                 bytes back in 0 copies",
+                "[offload report] data moved outside launches: 5 bytes to devices in 1 copy, 0 \
+                 bytes back in 0 copies",
+            ]
         );
     }
 }
