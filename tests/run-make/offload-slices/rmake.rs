@@ -21,9 +21,11 @@
 //!   each, and once each under a `PreloadMut` (counted in the runtime's `LIBOMPTARGET_INFO`
 //!   lines); `offload_sync` brings the results back while the buffer stays; a `Preload` on
 //!   device 2 is read-only: a kernel that writes into it there changes nothing on the host,
-//!   and nothing is copied back; ten Jacobi steps over two buffers kept with `PreloadMut` move
-//!   the minimum, 4 MB each way: the temporary is made without a copy in
-//!   (`PreloadMut::without_copy_in`) and dropped without a copy back (`PreloadMut::discard`).
+//!   and nothing is copied back; the report's total of data moved (`OFFLOAD_REPORT`) counts
+//!   the bytes and copies each way that the runtime's info lines show; ten Jacobi steps over
+//!   two buffers kept with `PreloadMut` move the minimum, 4 MB each way: the temporary is made
+//!   without a copy in (`PreloadMut::without_copy_in`) and dropped without a copy back
+//!   (`PreloadMut::discard`).
 //!
 //! On the CPU device (`--offload-arch=host`) the program's own comparison finds no difference
 //! and this test recomputes the saxpy's checksum for both lengths. For `gfx90a,sm_90` the same
@@ -119,6 +121,24 @@ fn main() {
     assert!(stdout.contains("preload-read-only: 0 1000"), "changed, seen doubled:\n{stdout}");
     let back = stderr.lines().filter(|l| l.contains("Copying data from device to host"));
     assert_eq!(back.filter(|l| l.contains("Size=4000,")).count(), 1, "copies back:\n{stderr}");
+    // The report's total at the program's end counts the copies that the runtime's info lines
+    // show, each way: `[offload report] data moved: B bytes to devices in C copies, B bytes back
+    // in C copies` (`byte`, `copy` for 1) against the sum and count of their `Size=N,`.
+    let copied = |direction: &str| {
+        let line = format!("Copying data from {direction}");
+        let sizes = stderr.lines().filter(|l| l.contains(&line)).map(|l| {
+            let size = l.split("Size=").nth(1).and_then(|rest| rest.split(',').next());
+            size.and_then(|n| n.parse::<u64>().ok()).unwrap_or_else(|| panic!("no size: {l}"))
+        });
+        sizes.fold((0u64, 0u64), |(bytes, copies), size| (bytes + size, copies + 1))
+    };
+    let (to, back) = (copied("host to device"), copied("device to host"));
+    let total = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("[offload report] data moved: "))
+        .unwrap_or_else(|| panic!("no total of the data moved:\n{stderr}"));
+    let numbers: Vec<u64> = total.split(' ').filter_map(|word| word.parse().ok()).collect();
+    assert_eq!(numbers, [to.0, to.1, back.0, back.1], "the report's total:\n{stderr}");
     assert_eq!(ran_on(&stderr, "double_raw"), ["2"], "{stderr}");
     assert_eq!(ran_on(&stderr, "saxpy"), ["2"], "{stderr}");
     // A program that launches no kernel does not link the runtime: 0 devices, no link error.
