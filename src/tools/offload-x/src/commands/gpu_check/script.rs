@@ -114,9 +114,10 @@ launched='^\[offload report\] kernel `[^`]*` ran on .* ('
 ran_from() {
     grep "$launched$2)\$" "$1" | sed 's/^\[offload report\] kernel `\([^`]*\)`.*/\1/' | sort -u
 }
-# The report lines in $1 that are not a launch from the image $2.
+# The report lines of kernels in $1 that are not a launch from the image $2 (not the report's
+# lines of data moved, which every run ends with).
 not_from() {
-    grep '^\[offload report\] ' "$1" | grep -v "$launched$2)\$"
+    grep '^\[offload report\] kernel ' "$1" | grep -v "$launched$2)\$"
 }
 # The compared output of the standard output $1 under the mask $2.
 compared() {
@@ -563,10 +564,24 @@ mod tests {
         dir: PathBuf,
     }
 
-    const SM90: &str = "echo '[offload report] kernel `k1` ran on device 0 (sm_90, uid GPU-1) \
-                        from image 1 of 3 (nvptx64-nvidia-cuda sm_90)' >&2";
-    const CPU: &str = "echo '[offload report] kernel `k1` ran on device 0 (generic-64bit, uid \
-                       x86_64-0) from image 3 of 3 (x86_64-unknown-linux-gnu)' >&2";
+    /// The report's lines of data moved, with which it ends every run that launched.
+    macro_rules! data_moved {
+        () => {
+            "\necho '[offload report] data moved: 8 bytes to devices in 1 copy, 8 bytes back in 1 \
+             copy' >&2\necho '[offload report] data moved by kernel `k1`: 8 bytes to devices in 1 \
+             copy, 8 bytes back in 1 copy' >&2"
+        };
+    }
+    const SM90: &str = concat!(
+        "echo '[offload report] kernel `k1` ran on device 0 (sm_90, uid GPU-1) from image 1 of 3 \
+         (nvptx64-nvidia-cuda sm_90)' >&2",
+        data_moved!()
+    );
+    const CPU: &str = concat!(
+        "echo '[offload report] kernel `k1` ran on device 0 (generic-64bit, uid x86_64-0) from \
+         image 3 of 3 (x86_64-unknown-linux-gnu)' >&2",
+        data_moved!()
+    );
 
     impl Fake {
         fn new(test: &str, rows: &[Row], bodies: &[&str]) -> Fake {
