@@ -14,15 +14,29 @@
 //! passed for a `*mut T`, or a real mismatch), nothing is equated for it, and the host
 //! metadata pass's launch check accepts the pair or reports it by parameter, as before.
 //!
-//! `core::intrinsics::offload`, rustc 1.95's form of the launch, is left alone: code that
-//! 1.95 accepts keeps the types 1.95 gives it.
+//! Before that, while the argument tuple is checked (when it is a tuple literal), each element
+//! is coerced to its parameter's type where a direct call of the kernel would coerce it: deref
+//! (`&Vec<f32>` to `&[f32]`, `&mut Vec<f32>` to `&mut [f32]`, `&String` to `&str`), unsize
+//! (`&[f32; 64]` to `&[f32]`), a reborrow of a `&mut` (so the launch does not move it), `&mut T`
+//! to `*mut T`. The tuple then has the kernel's parameter types, so the launch maps what the
+//! kernel reads (the elements of a `&Vec<f32>`, never the `Vec`'s header). An element that
+//! does not coerce keeps its type, and the launch check judges it as before.
+//!
+//! `core::intrinsics::offload`, rustc 1.95's form of the launch, gets the coercions, but not
+//! the equating or a literal's parameter type: code that 1.95 accepts keeps the types 1.95
+//! gives it (an `i32` literal for a `u32` parameter, which the launch check accepts, stays
+//! `i32`; a negative one still compiles). What the launch check accepted before keeps its
+//! meaning: a `&mut T` coerced to a `*mut T` parameter is the same pointer, mapped by the
+//! parameter's type as before.
 
 use std::iter;
 
+use rustc_hir as hir;
 use rustc_hir::def_id::DefId;
 use rustc_infer::infer::{BoundRegionConversionTime, DefineOpaqueTypes};
-use rustc_middle::ty::{self, Ty};
-use rustc_span::Span;
+use rustc_middle::ty::adjustment::AllowTwoPhase;
+use rustc_middle::ty::{self, Ty, TypeVisitableExt};
+use rustc_span::{Span, sym};
 
 use crate::FnCtxt;
 
@@ -56,18 +70,12 @@ impl<'a, 'tcx> FnCtxt<'a, 'tcx> {
         let ty::Tuple(passed) = *self.resolve_vars_with_obligations(passed).kind() else {
             return;
         };
-        let sig = tcx.fn_sig(kernel).instantiate(tcx, kernel_args);
-        let sig = self.instantiate_binder_with_fresh_vars(
-            call_span,
-            BoundRegionConversionTime::FnCall,
-            sig,
-        );
-        let sig = self.normalize(call_span, sig);
-        if sig.inputs().len() != passed.len() {
+        let params = self.kernel_params(call_span, kernel, kernel_args);
+        if params.len() != passed.len() {
             return;
         }
         let cause = self.misc(call_span);
-        for (&param, passed) in iter::zip(sig.inputs(), passed) {
+        for (&param, passed) in iter::zip(&params, passed) {
             // Each pair on its own: one pair that cannot be equal must not undo the others.
             let equal = self.commit_if_ok(|_| {
                 self.at(&cause, self.param_env).eq(DefineOpaqueTypes::Yes, param, passed)
@@ -76,5 +84,80 @@ impl<'a, 'tcx> FnCtxt<'a, 'tcx> {
                 self.register_infer_ok_obligations(ok);
             }
         }
+    }
+
+    /// The parameter types of the kernel `kernel` with the generic arguments `kernel_args`, as
+    /// a call at `span` instantiates them (fresh variables for its late-bound lifetimes).
+    fn kernel_params(
+        &self,
+        span: Span,
+        kernel: DefId,
+        kernel_args: ty::GenericArgsRef<'tcx>,
+    ) -> Vec<Ty<'tcx>> {
+        let sig = self.tcx.fn_sig(kernel).instantiate(self.tcx, kernel_args);
+        let sig =
+            self.instantiate_binder_with_fresh_vars(span, BoundRegionConversionTime::FnCall, sig);
+        self.normalize(span, sig).inputs().to_vec()
+    }
+
+    /// The launch whose argument tuple is the tuple literal `tuple` of `arity` elements: `Some`
+    /// when `tuple` is the last argument of a call of `core::offload`'s launch functions or of
+    /// `core::intrinsics::offload`, whose kernel argument (the first, already checked) is a
+    /// function item with `arity` parameters. Used by `check_expr_tuple` while it checks the
+    /// elements, to coerce each with [`OffloadLaunchParams::coerce`].
+    pub(crate) fn offload_launch_params(
+        &self,
+        tuple: &'tcx hir::Expr<'tcx>,
+        arity: usize,
+    ) -> Option<OffloadLaunchParams<'tcx>> {
+        let tcx = self.tcx;
+        let hir::Node::Expr(call) = tcx.parent_hir_node(tuple.hir_id) else { return None };
+        let hir::ExprKind::Call(callee, [kernel, .., last]) = call.kind else { return None };
+        if last.hir_id != tuple.hir_id {
+            return None;
+        }
+        let node_type = |id| self.typeck_results.borrow().node_type_opt(id);
+        let ty::FnDef(callee, _) = *self.resolve_vars_if_possible(node_type(callee.hir_id)?).kind()
+        else {
+            return None;
+        };
+        let is_195_intrinsic = tcx.intrinsic(callee).is_some_and(|i| i.name == sym::offload);
+        let is_launch =
+            tcx.get_diagnostic_name(callee).is_some_and(|name| LAUNCHES.contains(&name.as_str()));
+        if !is_195_intrinsic && !is_launch {
+            return None;
+        }
+        let kernel_ty = self.resolve_vars_with_obligations(node_type(kernel.hir_id)?);
+        let ty::FnDef(kernel, kernel_args) = *kernel_ty.kind() else { return None };
+        let params = self.kernel_params(call.span, kernel, kernel_args);
+        (params.len() == arity).then_some(OffloadLaunchParams { params, is_195_intrinsic })
+    }
+}
+
+/// The parameter types of a launched kernel, to which the elements of the launch's argument
+/// tuple are coerced ([`FnCtxt::offload_launch_params`]).
+pub(crate) struct OffloadLaunchParams<'tcx> {
+    params: Vec<Ty<'tcx>>,
+    /// Whether the launch is rustc 1.95's `core::intrinsics::offload`, whose elements keep
+    /// 1.95's types where those are not known yet (a literal's).
+    is_195_intrinsic: bool,
+}
+
+impl<'tcx> OffloadLaunchParams<'tcx> {
+    /// Coerces `arg`, the argument tuple's element at `index`, of the checked type `arg_ty`,
+    /// to the kernel's parameter at `index` where it coerces, as a call's argument is, and
+    /// returns the parameter's type; returns `arg_ty` where it does not coerce, or where it is
+    /// not known yet in a 1.95 launch (see the module's documentation).
+    pub(crate) fn coerce(
+        &self,
+        fcx: &FnCtxt<'_, 'tcx>,
+        index: usize,
+        arg: &'tcx hir::Expr<'tcx>,
+        arg_ty: Ty<'tcx>,
+    ) -> Ty<'tcx> {
+        if self.is_195_intrinsic && fcx.resolve_vars_if_possible(arg_ty).has_non_region_infer() {
+            return arg_ty;
+        }
+        fcx.coerce(arg, arg_ty, self.params[index], AllowTwoPhase::No, None).unwrap_or(arg_ty)
     }
 }

@@ -215,6 +215,12 @@ fn main() {
         "{}",
         tests.stdout_utf8()
     );
+    // The workspace has libraries, whose doctests `cargo offload test` says it does not run.
+    assert!(
+        tests.stderr_utf8().contains("note: [cargo offload] doctests are not run"),
+        "{}",
+        tests.stderr_utf8()
+    );
 
     // A `cdylib` that launches a kernel, called from a C program.
     cargo_offload(&ws, &["build", "--release", "--offload-arch=host", "-p", "clib"]);

@@ -5,7 +5,12 @@
 //!   with literals), goes through the page's three manual passes as the page writes them:
 //!   `cargo build -r` with `-Zoffload=HostMetadata=<manifest>`, then the device pass with
 //!   `-Zoffload=Device=<manifest>` and `-Zbuild-std=core` for `gfx90a` (and `sm_90`), then the
-//!   host pass with `-Zoffload=Host=<...>/deps/device.bin`. The manifest names the instance
+//!   host pass with `-Zoffload=Host=<...>/deps/device.bin`. The library depends on the page's
+//!   `libc` (the rustc source's vendored copy, by path) and on `withbuild`, whose build script
+//!   (with its build dependency `buildhelper`) must run in every pass, as `libc`'s does:
+//!   `RUSTFLAGS` reach build scripts and their dependencies when cargo builds without
+//!   `--target`, and the host metadata pass compiles and links crates whose graph launches no
+//!   kernel as usual. The manifest names the instance
 //!   `axpb::<f64>`; each device pass writes `device.bin` with the bytes of `host.out`, whose
 //!   kernel is exactly that instance and which the vendors' tools accept; the host pass's IR
 //!   launches it under the same symbol. A host pass given another file name is refused.
@@ -52,17 +57,41 @@ fn cargo(dir: &Path, rustflags: &str, args: &[&str], succeed: bool) -> Completed
 }
 
 /// A package `name` in `dir` whose source is the test's `src` (as `src/<file>`), with the
-/// `panic = "abort"` profiles that a `no_std` library with a panic handler needs.
-fn package(dir: &Path, name: &str, src: &str, file: &str) {
+/// `[dependencies]` lines `dependencies` and the `panic = "abort"` profiles that a `no_std`
+/// library with a panic handler needs.
+fn package(dir: &Path, name: &str, src: &str, file: &str, dependencies: &str) {
     rfs::create_dir_all(dir.join("src"));
     let profiles = "\n[profile.dev]\npanic = \"abort\"\n\n[profile.release]\npanic = \"abort\"\n";
-    rfs::write(dir.join("Cargo.toml"), package_manifest(name, "") + profiles);
+    rfs::write(dir.join("Cargo.toml"), package_manifest(name, dependencies) + profiles);
     rfs::copy(source(src), dir.join("src").join(file));
+}
+
+/// The dependencies with build scripts: the vendored `libc`, and `withbuild` (with the build
+/// dependency `buildhelper`) beside the package folders; the `[dependencies]` lines that name
+/// them.
+fn dependencies_with_build_scripts() -> String {
+    let libc = source_root().join("vendor/libc-0.2.180");
+    assert!(libc.join("build.rs").exists(), "no vendored libc with a build script at {libc:?}");
+    let helper = cwd().join("buildhelper");
+    rfs::create_dir_all(helper.join("src"));
+    rfs::write(helper.join("Cargo.toml"), package_manifest("buildhelper", ""));
+    rfs::copy(source("buildhelper/lib.rs"), helper.join("src/lib.rs"));
+    let dep = cwd().join("withbuild");
+    rfs::create_dir_all(dep.join("src"));
+    let build_deps = "\n[build-dependencies]\nbuildhelper = { path = \"../buildhelper\" }\n";
+    rfs::write(dep.join("Cargo.toml"), package_manifest("withbuild", build_deps));
+    rfs::copy(source("withbuild/build.rs"), dep.join("build.rs"));
+    rfs::copy(source("withbuild/lib.rs"), dep.join("src/lib.rs"));
+    format!("libc = {{ path = {:?} }}\nwithbuild = {{ path = \"../withbuild\" }}\n", libc)
 }
 
 fn main() {
     let guide = cwd().join("guide");
-    package(&guide, "guide", "guide/lib.rs", "lib.rs");
+    package(&guide, "guide", "guide/lib.rs", "lib.rs", &dependencies_with_build_scripts());
+    // The page's program calls `libc::printf` on the host only; the crate graph of each pass
+    // holds what the library uses.
+    let uses = "\n#[cfg(target_os = \"linux\")]\nuse libc as _;\nuse withbuild as _;\n";
+    rfs::write(guide.join("src/lib.rs"), rfs::read_to_string(source("guide/lib.rs")) + uses);
     let manifest = guide.join("offload.manifest");
 
     // 1. Host metadata pass, with the page's flags.
@@ -108,7 +137,7 @@ fn main() {
     // The same library through `cargo offload`, which checks each image with the vendors'
     // tools.
     let through_cargo_offload = cwd().join("guide-cargo-offload");
-    package(&through_cargo_offload, "guide", "guide/lib.rs", "lib.rs");
+    package(&through_cargo_offload, "guide", "guide/lib.rs", "lib.rs", "");
     let built = cargo_offload(
         &through_cargo_offload,
         &["build", "--release", "--offload-arch=gfx90a,sm_90"],

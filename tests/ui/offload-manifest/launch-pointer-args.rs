@@ -6,7 +6,9 @@
 // come back into memory the launch gave as read-only), once per such argument and never beside
 // an error, and `#[allow]` silences it. The same holds for pointers to a slice (wide pointers,
 // data and length, which the launch maps as two values). Another pointee (another element type
-// of a slice), or a pointer where the kernel takes a value, stays an error.
+// of a slice), or a pointer where the kernel takes a value, stays an error. Where a call of the
+// kernel would coerce an argument (`&T` to `*const T`), the launch does so first, and an error
+// names the coerced type.
 
 //@ needs-offload
 //@ edition: 2024
@@ -77,11 +79,11 @@ pub fn refused(a: &mut [f64; 16], b: &mut [f64; 16], out: &mut f64) {
     let out = out as *mut f64;
     let short = a as *mut [f64; 16] as *mut [f64; 8];
     offload::<_, _, ()>(reads, [1, 1, 1], [1, 1, 1], (short, &*b, out));
-    //~^ ERROR `offload` passes `(*mut [f64; 8], &[f64; 16], *mut f64)` to the kernel `reads`
+    //~^ ERROR `offload` passes `(*mut [f64; 8], *const [f64; 16], *mut f64)` to the kernel `reads`
     offload::<_, _, ()>(reads, [1, 1, 1], [1, 1, 1], (&*a, &*b, out as *mut f32));
-    //~^ ERROR `offload` passes `(&[f64; 16], &[f64; 16], *mut f32)` to the kernel `reads`
+    //~^ ERROR `offload` passes `(&[f64; 16], *const [f64; 16], *mut f32)` to the kernel `reads`
     offload::<_, _, ()>(reads, [1, 1, 1], [1, 1, 1], (*a, &*b, out));
-    //~^ ERROR `offload` passes `([f64; 16], &[f64; 16], *mut f64)` to the kernel `reads`
+    //~^ ERROR `offload` passes `([f64; 16], *const [f64; 16], *mut f64)` to the kernel `reads`
     // A shared pointer for a mutable one beside a mismatch: the error alone.
     offload::<_, _, ()>(writes, [1, 1, 1], [1, 1, 1], (&raw const *a, 1u32));
     //~^ ERROR `offload` passes `(*const [f64; 16], u32)` to the kernel `writes`

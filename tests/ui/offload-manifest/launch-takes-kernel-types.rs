@@ -7,7 +7,11 @@
 // an array of them for `[u32; 2]`) is accepted, since integers of one size hand the kernel the
 // bytes it reads; an integer of another size is refused, and the error names the first
 // parameter that the tuple does not fit. A real mismatch through `offload!` is refused the
-// same way.
+// same way. Both forms give each argument the coercions of a call, so the host metadata pass
+// finds the kernel's types: `&mut Vec<u32>` and `&mut [u32; 4]` for `&mut [u32]`, a `&mut
+// [u32]` reborrowed by two launches in a row, `&Vec<f64>` for `&[f64]`. A mismatch names every
+// parameter that differs, with a fix where one is plain (a reference, a conversion), or says
+// that the arguments are the parameters' types in another order.
 
 //@ needs-offload
 //@ edition: 2024
@@ -45,6 +49,34 @@ pub fn intrinsic_195(c: &mut [u32]) {
     core::intrinsics::offload::<_, _, ()>(step, [1, 1, 1], [1, 1, 1], (&mut *c, 40, [1, 2]));
     core::intrinsics::offload::<_, _, ()>(step, [1, 1, 1], [1, 1, 1], (&mut *c, 40i64, [1, 2]));
     //~^ ERROR `offload` passes `(&mut [u32], i64, [i32; 2])` to the kernel `step`
+}
+
+#[offload_kernel]
+pub fn sum(x: &[f64], out: &mut [f64]) {
+    out[0] = x[0];
+}
+
+pub fn coerced(w: &mut Vec<u32>, four: &mut [u32; 4], c: &mut [u32], x: &Vec<f64>) {
+    offload! { kernel = step, args = (&mut *w, 5, [1, 2]) }
+    offload! { kernel = step, args = (four, 5, [1, 2]) }
+    offload! { kernel = step, args = (c, 5, [1, 2]) }
+    offload! { kernel = step, args = (c, 6, [1, 2]) }
+    let mut out = vec![0.0; 1];
+    offload! { kernel = sum, args = (x, &mut out) }
+    core::intrinsics::offload::<_, _, ()>(step, [1, 1, 1], [1, 1, 1], (w, 40, [1, 2]));
+    core::intrinsics::offload::<_, _, ()>(sum, [1, 1, 1], [1, 1, 1], (x, &mut out));
+}
+
+#[offload_kernel]
+pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+    y[0] += a * x[0];
+}
+
+pub fn badly_ordered(x: Vec<f32>, y: &mut Vec<f32>) {
+    offload! { kernel = saxpy, args = (&x[..], 2.0f32, &mut y[..]) }
+    //~^ ERROR `offload` passes `(&[f32], f32, &mut [f32])` to the kernel `saxpy`
+    offload! { kernel = saxpy, args = (2.0, x, 3u8) }
+    //~^ ERROR `offload` passes `(f32, Vec<f32>, u8)` to the kernel `saxpy`
 }
 
 pub fn mismatched(x: &mut [f64; 256], c: &mut [u32]) {

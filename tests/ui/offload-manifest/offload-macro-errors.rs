@@ -1,8 +1,9 @@
 // Upstream's launch surface in `core::offload`: `offload!` takes named fields in any order,
 // `kernel` and `args` required, each field once, separated by commas, `args` a tuple literal;
 // `#[offload_kernel]` applies to a non-associated function (on a method the error says how to
-// make it one) and takes no arguments. Each misuse is a compile error that says what to write
-// instead. (Without `stmt_expr_attributes`, rustc refuses the attribute on a statement first.)
+// make it one) and takes no arguments. A negative `device` literal is refused (a device number
+// is 0 or more; without it, the default device). Each misuse is a compile error that says what
+// to write instead. (Without `stmt_expr_attributes`, rustc refuses it on a statement first.)
 
 //@ edition: 2024
 //@ check-fail
@@ -42,6 +43,8 @@ pub fn launches(x: &mut [f32]) {
     //~^ ERROR `offload!` expects `,` after the value of `kernel`
     offload! { kernel = scale, args = (&mut *x, 2.0f32) thread_dim = [1, 1, 1] };
     //~^ ERROR `offload!` expects `,` after the value of `args`
+    offload! { kernel = scale, device = -1, args = (&mut *x, 2.0f32) };
+    //~^ ERROR `device` of `offload!` must not be negative
 }
 
 #[offload_kernel]

@@ -351,8 +351,8 @@ pub macro offload_kernel($item:item) {
 /// - `dyn_cache`: bytes of dynamic block-shared memory for each block, `u32`, default 0
 ///   ([`dynamic_shared_memory`]);
 /// - `device`: the runtime's device number, `i32` (see [`launch_on_device`]), default the
-///   runtime's default device; a number that the machine lacks stops the launch with a panic
-///   that names the kernel and the number.
+///   runtime's default device; a negative literal is a compile error, and a number that the
+///   machine lacks stops the launch with a panic that names the kernel and the number.
 ///
 /// Each field may be given once. A missing `kernel` or `args`, an unknown or repeated field,
 /// and `args` that is not a tuple literal are compile errors. The launch returns when the
@@ -399,6 +399,14 @@ macro_rules! offload {
     };
     (@field $k:tt $a:tt $w:tt $t:tt [] $d:tt dyn_cache = $value:expr $(, $($rest:tt)*)?) => {
         $crate::offload!(@field $k $a $w $t [$value] $d $($($rest)*)?)
+    };
+    // A negative literal would stand for the runtime's default device (-1) or for no device:
+    // refused here, where the field is written.
+    (@field $k:tt $a:tt $w:tt $t:tt $c:tt [] device = - $value:literal $(, $($rest:tt)*)?) => {
+        $crate::compile_error!(
+            "`device` of `offload!` must not be negative: it is a device number, 0 or more; \
+             leave `device` out to launch on the runtime's default device"
+        )
     };
     (@field $k:tt $a:tt $w:tt $t:tt $c:tt [] device = $value:expr $(, $($rest:tt)*)?) => {
         $crate::offload!(@field $k $a $w $t $c [$value] $($($rest)*)?)

@@ -202,6 +202,15 @@ pub(crate) fn workspace(cargo: &OsString, cargo_args: &[String]) -> Result<Works
 }
 
 impl Workspace {
+    /// Whether a library of the workspace's own (a member's, or a path dependency's inside the
+    /// workspace's folder) is among [`Workspace::libraries`]: crates whose doctests plain
+    /// `cargo test` would run.
+    pub(crate) fn has_own_library(&self) -> bool {
+        self.libraries.values().any(|library| {
+            matches!(&library.source, LibrarySource::Path(dir) if dir.starts_with(&self.root))
+        })
+    }
+
     /// Adds the libraries of the dependencies that a pass built for `target` (its
     /// `compiler-artifact` messages, `artifacts`) to [`Workspace::libraries`], so that the image
     /// crate can depend on those that define kernels like on a member's library: a path

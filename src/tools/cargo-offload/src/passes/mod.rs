@@ -98,8 +98,17 @@ pub(crate) fn run(inv: &Invocation) -> Result<ExitCode> {
         write_bundle(&bundle_out, &programs)?;
         return Ok(ExitCode::SUCCESS);
     }
+    if inv.verb == Verb::Test && build.ws.has_own_library() {
+        eprintln!("{DOCTESTS_NOT_RUN}");
+    }
     run_programs(inv.verb, &programs, &inv.program_args)
 }
+
+/// What `cargo offload test` says where plain `cargo test` would run doctests: it runs the test
+/// programs of the host pass alone.
+const DOCTESTS_NOT_RUN: &str = "note: [cargo offload] doctests are not run: rustdoc compiles \
+    each doctest on its own, without the offload passes, so a doctest that launches a kernel \
+    would have no image; `cargo offload test` runs the unit and integration tests";
 
 /// What the passes of one `cargo offload` run share.
 struct Build<'a> {
