@@ -33,9 +33,9 @@ use std::iter;
 
 use rustc_hir as hir;
 use rustc_hir::def_id::DefId;
-use rustc_infer::infer::{BoundRegionConversionTime, DefineOpaqueTypes};
+use rustc_infer::infer::{BoundRegionConversionTime, DefineOpaqueTypes, RegionVariableOrigin};
 use rustc_middle::ty::adjustment::AllowTwoPhase;
-use rustc_middle::ty::{self, Ty, TypeVisitableExt};
+use rustc_middle::ty::{self, Ty, TypeVisitableExt, fold_regions};
 use rustc_span::{Span, sym};
 
 use crate::FnCtxt;
@@ -121,16 +121,16 @@ impl<'a, 'tcx> FnCtxt<'a, 'tcx> {
         else {
             return None;
         };
-        let is_195_intrinsic = tcx.intrinsic(callee).is_some_and(|i| i.name == sym::offload);
+        let is_intrinsic = tcx.intrinsic(callee).is_some_and(|i| i.name == sym::offload);
         let is_launch =
             tcx.get_diagnostic_name(callee).is_some_and(|name| LAUNCHES.contains(&name.as_str()));
-        if !is_195_intrinsic && !is_launch {
+        if !is_intrinsic && !is_launch {
             return None;
         }
         let kernel_ty = self.resolve_vars_with_obligations(node_type(kernel.hir_id)?);
         let ty::FnDef(kernel, kernel_args) = *kernel_ty.kind() else { return None };
         let params = self.kernel_params(call.span, kernel, kernel_args);
-        (params.len() == arity).then_some(OffloadLaunchParams { params, is_195_intrinsic })
+        (params.len() == arity).then_some(OffloadLaunchParams { params, is_intrinsic })
     }
 }
 
@@ -138,9 +138,10 @@ impl<'a, 'tcx> FnCtxt<'a, 'tcx> {
 /// tuple are coerced ([`FnCtxt::offload_launch_params`]).
 pub(crate) struct OffloadLaunchParams<'tcx> {
     params: Vec<Ty<'tcx>>,
-    /// Whether the launch is rustc 1.95's `core::intrinsics::offload`, whose elements keep
-    /// 1.95's types where those are not known yet (a literal's).
-    is_195_intrinsic: bool,
+    /// Whether the launch is the `offload` intrinsic (rustc 1.95's form), whose elements keep
+    /// 1.95's types where those are not known yet (a literal's), and whose lifetimes the
+    /// parameters do not constrain (1.95 compared the types with lifetimes erased).
+    is_intrinsic: bool,
 }
 
 impl<'tcx> OffloadLaunchParams<'tcx> {
@@ -155,9 +156,16 @@ impl<'tcx> OffloadLaunchParams<'tcx> {
         arg: &'tcx hir::Expr<'tcx>,
         arg_ty: Ty<'tcx>,
     ) -> Ty<'tcx> {
-        if self.is_195_intrinsic && fcx.resolve_vars_if_possible(arg_ty).has_non_region_infer() {
-            return arg_ty;
+        let mut param = self.params[index];
+        if self.is_intrinsic {
+            if fcx.resolve_vars_if_possible(arg_ty).has_non_region_infer() {
+                return arg_ty;
+            }
+            // A `&mut Foo<'static>` parameter must not make the argument's lifetime `'static`.
+            param = fold_regions(fcx.tcx, param, |_, _| {
+                fcx.next_region_var(RegionVariableOrigin::Misc(arg.span))
+            });
         }
-        fcx.coerce(arg, arg_ty, self.params[index], AllowTwoPhase::No, None).unwrap_or(arg_ty)
+        fcx.coerce(arg, arg_ty, param, AllowTwoPhase::No, None).unwrap_or(arg_ty)
     }
 }

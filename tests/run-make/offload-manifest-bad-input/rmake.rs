@@ -218,17 +218,31 @@ fn main() {
          or no longer has that shape",
     );
 
-    // Code whose error only codegen would report (a value too large for the target): the pass
-    // says so instead of ending in an internal compiler error, and writes no manifest.
-    rfs::write(
-        "too_big.rs",
-        "#![no_std]\npub fn f() { let _ = unsafe { (0x1000 as *const [u8; 1 << 62]).read() }; }\n",
+    // Code whose error only codegen would report (a value too large for the target), in a crate
+    // that launches a kernel, where the pass skips codegen: the pass says so instead of ending
+    // in an internal compiler error, and writes no manifest. In a crate that launches none, the
+    // pass compiles the crate as usual (it may be a build script's dependency), so codegen
+    // reports the error itself.
+    let too_big = "pub fn f() { let _ = unsafe { (0x1000 as *const [u8; 1 << 62]).read() }; }\n";
+    let launch = concat!(
+        "#![feature(core_intrinsics, rustc_attrs)]\n",
+        "#[rustc_offload_kernel]\n",
+        "pub fn k(x: *mut f32) { unsafe { *x = 1.0 } }\n",
+        "pub fn l(x: *mut f32) {\n",
+        "    core::intrinsics::offload::<_, _, ()>(k, [1; 3], [1; 3], (x,))\n",
+        "}\n",
     );
+    rfs::write("too_big.rs", format!("#![no_std]\n{launch}{too_big}"));
     refused(
         host("too_big.rs").arg("-Zoffload=HostMetadata=too_big.json"),
         "the offload host metadata pass found code that cannot be compiled for this target",
     );
     assert!(!cwd().join("too_big.json").exists(), "a manifest was written despite the error");
+    rfs::write("too_big_alone.rs", format!("#![no_std]\n{too_big}"));
+    refused(
+        host("too_big_alone.rs").arg("-Zoffload=HostMetadata=too_big_alone.json"),
+        "are too big for the target architecture",
+    );
 
     // B7: launches of a closure, a function pointer, a function without the attribute.
     for what in ["closure", "fn_pointer", "no_attribute"] {

@@ -43,3 +43,10 @@ pub fn not_a_kernel(x: &mut [f32]) {
 pub fn generic<T: Copy>(a: T, x: &[f32], y: &mut [f32]) {
     offload! { kernel = saxpy, args = (a, x, y) }
 }
+
+// A function without a launch gets no MIR built by the check: a check build reports no MIR lint
+// (`unconditional_panic`) that `cargo build` would.
+pub fn no_launch() -> i32 {
+    let x = [1, 2];
+    x[3]
+}
