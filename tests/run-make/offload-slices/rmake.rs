@@ -18,7 +18,8 @@
 //!   launch on the last one runs there, as the report of `OFFLOAD_REPORT=1` says) and 0 in a
 //!   program that launches no kernel;
 //! - data kept on the device: 100 launches over one 8 MB buffer copy it in and out 100 times
-//!   each, and once each under a `PreloadMut` (counted in the runtime's `LIBOMPTARGET_INFO`
+//!   each without the residency pass's keeping (`RUST_OFFLOAD_RESIDENCY=0`), and once each with
+//!   it or under a `PreloadMut` (counted in the runtime's `LIBOMPTARGET_INFO`
 //!   lines); `offload_sync` brings the results back while the buffer stays; a `Preload` on
 //!   device 2 is read-only: a kernel that writes into it there changes nothing on the host,
 //!   and nothing is copied back; the report's total of data moved (`OFFLOAD_REPORT`) counts
@@ -151,12 +152,18 @@ fn main() {
     let run = cmd(cwd().join("no_kernels")).run();
     assert_eq!(run.stdout_utf8(), "devices: 0\n");
 
-    // 100 launches over one 8 MB buffer: mapped by each launch, 100 copies in and 100 out;
-    // kept on the device by a `PreloadMut` (and a launch over an empty sub-slice of it, which
-    // must leave it kept), one copy in and one out (the runtime's info lines
-    // of `LIBOMPTARGET_INFO=32`, one per copy); both leave every element at 100.
-    for (mode, copies) in [("transfers-plain", 100), ("transfers-preload", 1)] {
-        let run = cmd(&exe).arg(mode).env("LIBOMPTARGET_INFO", "32").run();
+    // 100 launches over one 8 MB buffer: mapped by each launch without the residency pass's
+    // keeping (`RUST_OFFLOAD_RESIDENCY=0`), 100 copies in and 100 out; kept across the loop by
+    // the launches themselves (the default), or by a `PreloadMut` (and a launch over an empty
+    // sub-slice of it, which must leave it kept), one copy in and one out (the runtime's info
+    // lines of `LIBOMPTARGET_INFO=32`, one per copy); all leave every element at 100.
+    let modes = [("transfers-plain", "0", 100), ("transfers-plain", "1", 1)];
+    for (mode, residency, copies) in modes.into_iter().chain([("transfers-preload", "1", 1)]) {
+        let run = cmd(&exe)
+            .arg(mode)
+            .env("LIBOMPTARGET_INFO", "32")
+            .env("RUST_OFFLOAD_RESIDENCY", residency)
+            .run();
         let (stdout, stderr) = (run.stdout_utf8(), run.stderr_utf8());
         assert!(stdout.contains("transfers: 0"), "{mode}: elements that are not 100:\n{stdout}");
         let count = |direction: &str| {
