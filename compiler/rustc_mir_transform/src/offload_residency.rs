@@ -46,7 +46,7 @@ use rustc_middle::mir::visit::{
     MutatingUseContext, NonMutatingUseContext, NonUseContext, PlaceContext, Visitor,
 };
 use rustc_middle::mir::*;
-use rustc_middle::ty::{self, GenericArgsRef, TyCtxt};
+use rustc_middle::ty::{self, GenericArgsRef, Ty, TyCtxt, TypeVisitableExt};
 use rustc_session::Session;
 use rustc_session::config::Offload;
 use rustc_span::def_id::DefId;
@@ -175,7 +175,10 @@ enum Definition<'a, 'tcx> {
 impl<'a, 'tcx> Facts<'a, 'tcx> {
     fn gather(tcx: TyCtxt<'tcx>, body: &'a Body<'tcx>, launches: &[BasicBlock]) -> Self {
         let mut definitions = IndexVec::from_elem(Definition::None, &body.local_decls);
-        let mut borrowed = DenseBitSet::new_empty(body.local_decls.len());
+        // Each borrow of a local's own memory: the local, and the local that holds the borrow.
+        let mut borrows: Vec<(Local, Option<Local>)> = Vec::new();
+        // Each reborrow of all of a pointer's pointee (`&mut *p`): the pointer, the new one.
+        let mut reborrows: Vec<(Local, Local)> = Vec::new();
         for data in body.basic_blocks.iter() {
             for statement in &data.statements {
                 if let StatementKind::Assign(box (place, rvalue)) = &statement.kind {
@@ -184,7 +187,13 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
                         rvalue
                         && !borrowed_place.is_indirect()
                     {
-                        borrowed.insert(borrowed_place.local);
+                        borrows.push((borrowed_place.local, place.as_local()));
+                    }
+                    if let Rvalue::Ref(_, _, from) | Rvalue::RawPtr(_, from) = rvalue
+                        && from.projection.as_slice() == [ProjectionElem::Deref]
+                        && let Some(to) = place.as_local()
+                    {
+                        reborrows.push((from.local, to));
                     }
                 } else {
                     let mut defs = Definitions { definitions: &mut definitions };
@@ -219,9 +228,64 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
             }
         }
         if !traced {
-            facts.mapped.union(&borrowed);
+            let escaped = facts.escaped(&borrows, &reborrows);
+            facts.mapped.union(&escaped);
         }
         facts
+    }
+
+    /// The locals whose address may have reached a pointer that the analysis cannot trace: each
+    /// local with a borrow that is used for anything but an argument of a call that reads
+    /// behind its references and returns no pointer into them (`Vec`'s methods, `Range`'s
+    /// `next`, `mem::swap`). A pointer of unknown origin in a launch may point into these.
+    fn escaped(
+        &self,
+        borrows: &[(Local, Option<Local>)],
+        reborrows: &[(Local, Local)],
+    ) -> DenseBitSet<Local> {
+        let mut uses = Uses { all: IndexVec::from_elem(0, &self.body.local_decls) };
+        uses.visit_body(self.body);
+        let mut as_argument = IndexVec::from_elem(0u32, &self.body.local_decls);
+        for data in self.body.basic_blocks.iter() {
+            let TerminatorKind::Call { func, args, .. } = &data.terminator().kind else {
+                continue;
+            };
+            let Some((callee, generics)) = func.const_fn_def() else { continue };
+            let Some(CalleeReads::BehindReferences) = callee_reads(self.tcx, callee, generics)
+            else {
+                continue;
+            };
+            for arg in args.iter() {
+                if let Operand::Move(place) | Operand::Copy(place) = &arg.node
+                    && let Some(local) = place.as_local()
+                {
+                    as_argument[local] += 1;
+                }
+            }
+        }
+        // A pointer is confined when each of its uses is such an argument or a reborrow into a
+        // confined pointer (the `&mut *iter` of a `for` loop's `next`), at most 8 deep.
+        let confined = |holder: Local| {
+            let mut frontier = vec![(holder, 0)];
+            while let Some((pointer, depth)) = frontier.pop() {
+                let into: Vec<Local> =
+                    reborrows.iter().filter(|r| r.0 == pointer).map(|r| r.1).collect();
+                let defined_once = matches!(self.definitions[pointer], Definition::Assign(_));
+                let accounted = as_argument[pointer] + into.len() as u32;
+                if depth > 8 || !defined_once || uses.all[pointer] != accounted {
+                    return false;
+                }
+                frontier.extend(into.into_iter().map(|next| (next, depth + 1)));
+            }
+            true
+        };
+        let mut escaped = DenseBitSet::new_empty(self.body.local_decls.len());
+        for &(local, holder) in borrows {
+            if !holder.is_some_and(confined) {
+                escaped.insert(local);
+            }
+        }
+        escaped
     }
 
     /// Where each pointer of a launch's argument tuple may point. A tuple that is not built
@@ -241,9 +305,9 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
             .map(|element| match element {
                 Operand::Constant(_) => Origin::Outside,
                 Operand::Move(place) | Operand::Copy(place) => {
-                    let ty = place.ty(self.body, self.tcx).ty;
-                    if !ty.is_any_ptr() {
-                        // A value (a scalar) is passed as it is: no memory is mapped.
+                    if place.ty(self.body, self.tcx).ty.is_scalar() {
+                        // A scalar is passed as it is: no memory is mapped. Anything else (a
+                        // pointer, or a value of a generic type that may be one) is traced.
                         return Origin::Outside;
                     }
                     match place.as_local() {
@@ -366,17 +430,19 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
                     Some(CalleeReads::BehindReferences) => {
                         args.iter().all(|arg| self.points_to_unmapped_local(&arg.node))
                     }
-                    None => false,
+                    None => self.touches_no_memory(callee, generics, 0),
                 }
             }
             _ => false,
         }
     }
 
-    /// For an argument of a call that reads behind its references: a value that is no
+    /// For an argument of a call that reads behind its references: a value that is not a
     /// pointer, or a pointer into a local that no launch maps.
     fn points_to_unmapped_local(&self, operand: &Operand<'tcx>) -> bool {
         let (Operand::Move(place) | Operand::Copy(place)) = operand else { return true };
+        // The trusted callees dereference their reference arguments only; the others are
+        // values (an index, a range of indices).
         if !place.ty(self.body, self.tcx).ty.is_any_ptr() {
             return true;
         }
@@ -384,6 +450,65 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
             Some(Origin::Local(local)) => !self.mapped.contains(local),
             _ => false,
         }
+    }
+
+    /// Whether a call of `callee` reads and writes no memory but its own locals: its body
+    /// (after its own inlining) dereferences no pointer and calls nothing but functions of
+    /// which the same holds, at most three calls deep. A helper that computes a launch's grid
+    /// from its arguments (`fn blocks(n: usize) -> [u32; 3]`) qualifies. A callee that may call
+    /// back into the body being analyzed is not looked at (its MIR may not exist yet).
+    fn touches_no_memory(&self, callee: DefId, generics: GenericArgsRef<'tcx>, depth: u32) -> bool {
+        let tcx = self.tcx;
+        let typing_env = self.body.typing_env(tcx);
+        if depth > 3 || generics.has_param() {
+            return false;
+        }
+        let Ok(Some(instance)) = ty::Instance::try_resolve(tcx, typing_env, callee, generics)
+        else {
+            return false;
+        };
+        let ty::InstanceKind::Item(def_id) = instance.def else { return false };
+        if let Some(local) = def_id.as_local() {
+            let caller = self.body.source.def_id().expect_local();
+            let Some(cyclic) = tcx.mir_callgraph_cyclic(caller) else { return false };
+            if local == caller || cyclic.contains(&local) {
+                return false;
+            }
+        }
+        if !tcx.is_mir_available(def_id) || tcx.intrinsic(def_id).is_some() {
+            return false;
+        }
+        let body = tcx.optimized_mir(def_id);
+        let statements_free = body.basic_blocks.iter().flat_map(|data| &data.statements).all(|s| {
+            !matches!(s.kind, StatementKind::Intrinsic(..))
+                && !touches_through_pointer(|v| v.visit_statement(s, Location::START))
+        });
+        statements_free
+            && body.basic_blocks.iter().all(|data| {
+                let terminator = data.terminator();
+                let kind_free = match &terminator.kind {
+                    TerminatorKind::Goto { .. }
+                    | TerminatorKind::SwitchInt { .. }
+                    | TerminatorKind::Assert { .. }
+                    | TerminatorKind::Return
+                    | TerminatorKind::Unreachable => true,
+                    TerminatorKind::Call { func, .. } => match func.const_fn_def() {
+                        Some((inner, inner_generics)) => {
+                            let inner_generics = instance
+                                .instantiate_mir_and_normalize_erasing_regions(
+                                    tcx,
+                                    typing_env,
+                                    ty::EarlyBinder::bind(inner_generics),
+                                );
+                            self.touches_no_memory(inner, inner_generics, depth + 1)
+                        }
+                        None => false,
+                    },
+                    _ => false,
+                };
+                kind_free
+                    && !touches_through_pointer(|v| v.visit_terminator(terminator, Location::START))
+            })
     }
 
     fn touches_no_mapped_memory(&self, visit: impl FnOnce(&mut Touches<'_>)) -> bool {
@@ -403,6 +528,23 @@ fn define<'a, 'tcx>(
         (Definition::None, Some(_)) => definition,
         _ => Definition::Several,
     };
+}
+
+/// Counts each local's uses: every mention but its definitions and storage markers.
+struct Uses {
+    all: IndexVec<Local, u32>,
+}
+
+impl<'tcx> Visitor<'tcx> for Uses {
+    fn visit_local(&mut self, local: Local, context: PlaceContext, _: Location) {
+        let definition = matches!(
+            context,
+            PlaceContext::MutatingUse(MutatingUseContext::Store | MutatingUseContext::Call)
+        );
+        if context.is_use() && !definition {
+            self.all[local] += 1;
+        }
+    }
 }
 
 /// Marks the locals that statements and terminators other than assignments and calls write
@@ -452,6 +594,24 @@ impl<'tcx> Visitor<'tcx> for Touches<'_> {
         };
         if touches {
             self.transparent = false;
+        }
+    }
+}
+
+/// Whether a statement or terminator of a callee's body uses a place through a pointer (any
+/// dereference, for any use).
+fn touches_through_pointer(visit: impl FnOnce(&mut ThroughPointer)) -> bool {
+    let mut through = ThroughPointer(false);
+    visit(&mut through);
+    through.0
+}
+
+struct ThroughPointer(bool);
+
+impl<'tcx> Visitor<'tcx> for ThroughPointer {
+    fn visit_place(&mut self, place: &Place<'tcx>, _: PlaceContext, _: Location) {
+        if place.is_indirect() {
+            self.0 = true;
         }
     }
 }
@@ -521,7 +681,7 @@ fn callee_reads<'tcx>(
 
 /// Whether `ty` is a `Vec` or a `String`, whose data is on the heap: a pointer that their
 /// `deref`, `index` or `as_ptr` returns never points into a local.
-fn is_heap_owner<'tcx>(tcx: TyCtxt<'tcx>, ty: Option<ty::Ty<'tcx>>) -> bool {
+fn is_heap_owner<'tcx>(tcx: TyCtxt<'tcx>, ty: Option<Ty<'tcx>>) -> bool {
     match ty.map(|ty| ty.kind()) {
         Some(ty::Adt(adt, _)) => {
             tcx.is_diagnostic_item(sym::Vec, adt.did())

@@ -194,6 +194,15 @@ pub const BUILDS: &[Build] = &[
         select: &[],
         program: "cpu-grid-bench",
     },
+    Build {
+        bundle: "bench-residency",
+        workspace: Workspace::Copy {
+            name: "offload-bench-residency",
+            from: "src/offload-bench/residency",
+        },
+        select: &[],
+        program: "residency-bench",
+    },
 ];
 
 /// `offload-cargo-shapes`' workspace: three programs are built from it, one after another.
@@ -367,6 +376,13 @@ pub const ROWS: &[Row] = &[
         bundle: "bench-cpu-grid",
         timed: true,
         from: "src/offload-bench/cpu-grid (timings masked; `results equal` compared)",
+        ..PLAIN
+    },
+    Row {
+        name: "bench-residency",
+        bundle: "bench-residency",
+        timed: true,
+        from: "src/offload-bench/residency (timings and ratios masked; copies compared)",
         ..PLAIN
     },
 ];
