@@ -1,6 +1,5 @@
 //! Keeps the data of offload launches on the device while the launching function cannot touch
-//! it, so that a loop of launches over the same slices copies each slice in once and back once
-//! (the fork's issue 65).
+//! it, so that a loop of launches over the same slices copies each slice in once and back once.
 //!
 //! A launch maps each slice argument: it copies the slice to the device before the kernel runs
 //! and, for a slice the kernel may write, back after it. In a loop of launches most of these
@@ -54,6 +53,13 @@ use rustc_span::{Span, sym};
 use rustc_target::spec::BinaryFormat;
 
 pub(super) struct OffloadResidency;
+
+/// How many definitions [`Facts::origin`] follows back from a launch's pointer.
+const ORIGIN_DEPTH: u32 = 16;
+/// How many reborrows deep [`Facts::escaped`] follows a borrow.
+const REBORROW_DEPTH: u32 = 8;
+/// How many calls deep [`Facts::touches_no_memory`] looks into a callee.
+const CALLEE_DEPTH: u32 = 3;
 
 impl<'tcx> crate::MirPass<'tcx> for OffloadResidency {
     fn is_enabled(&self, sess: &Session) -> bool {
@@ -164,6 +170,8 @@ struct Facts<'a, 'tcx> {
     mapped: DenseBitSet<Local>,
 }
 
+/// How a local gets its value: never, by one assignment or call (whose right-hand side tells
+/// what it holds), or several times (or through its address), which tells nothing.
 #[derive(Clone, Copy)]
 enum Definition<'a, 'tcx> {
     None,
@@ -207,6 +215,11 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
                 let mut defs = Definitions { definitions: &mut definitions };
                 defs.visit_terminator(terminator, Location::START);
             }
+        }
+        // A local whose address is taken may be written through that address (`mem::swap` of
+        // two pointers re-points both): its one assignment does not tell what it holds.
+        for &(borrowed, _) in &borrows {
+            definitions[borrowed] = Definition::Several;
         }
         let mut facts = Facts {
             tcx,
@@ -272,7 +285,7 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
                     reborrows.iter().filter(|r| r.0 == pointer).map(|r| r.1).collect();
                 let defined_once = matches!(self.definitions[pointer], Definition::Assign(_));
                 let accounted = as_argument[pointer] + into.len() as u32;
-                if depth > 8 || !defined_once || uses.all[pointer] != accounted {
+                if depth > REBORROW_DEPTH || !defined_once || uses.all[pointer] != accounted {
                     return false;
                 }
                 frontier.extend(into.into_iter().map(|next| (next, depth + 1)));
@@ -305,8 +318,8 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
             .map(|element| match element {
                 Operand::Constant(_) => Origin::Outside,
                 Operand::Move(place) | Operand::Copy(place) => {
-                    if place.ty(self.body, self.tcx).ty.is_scalar() {
-                        // A scalar is passed as it is: no memory is mapped. Anything else (a
+                    if is_plain_value(place.ty(self.body, self.tcx).ty) {
+                        // A number is passed as it is: no memory is mapped. Anything else (a
                         // pointer, or a value of a generic type that may be one) is traced.
                         return Origin::Outside;
                     }
@@ -320,9 +333,10 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
             .collect()
     }
 
-    /// Where the pointer in `local` may point, followed through at most 16 definitions.
+    /// Where the pointer in `local` may point, followed through at most [`ORIGIN_DEPTH`]
+    /// definitions.
     fn origin(&self, local: Local, depth: u32) -> Origin {
-        if depth > 16 {
+        if depth > ORIGIN_DEPTH {
             return Origin::Unknown;
         }
         let is_parameter = local.index() >= 1 && local.index() <= self.body.arg_count;
@@ -392,6 +406,8 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
         }
     }
 
+    /// Whether a block may observe kept data (see [`BlockKind`]) and whether it ends in a
+    /// launch.
     fn block_kind(&self, data: &BasicBlockData<'tcx>) -> BlockKind {
         let launch = launch_call(self.tcx, data.terminator()).is_some();
         let statements_transparent = data.statements.iter().all(|s| self.statement_transparent(s));
@@ -405,6 +421,7 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
         }
     }
 
+    /// Whether a statement reads and writes no memory that a launch may have kept.
     fn statement_transparent(&self, statement: &Statement<'tcx>) -> bool {
         match &statement.kind {
             // It reads and writes through its pointer operands.
@@ -460,7 +477,7 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
     fn touches_no_memory(&self, callee: DefId, generics: GenericArgsRef<'tcx>, depth: u32) -> bool {
         let tcx = self.tcx;
         let typing_env = self.body.typing_env(tcx);
-        if depth > 3 || generics.has_param() {
+        if depth > CALLEE_DEPTH || generics.has_param() {
             return false;
         }
         let Ok(Some(instance)) = ty::Instance::try_resolve(tcx, typing_env, callee, generics)
@@ -469,7 +486,17 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
         };
         let ty::InstanceKind::Item(def_id) = instance.def else { return false };
         if let Some(local) = def_id.as_local() {
-            let caller = self.body.source.def_id().expect_local();
+            // The call graph of local functions is only safe to walk when the inliner walks it
+            // too: then every local body recorded its callees before its MIR was stolen.
+            let inlining = crate::pm::should_run_pass(
+                tcx,
+                &crate::inline::Inline,
+                crate::pm::Optimizations::Allowed,
+            );
+            let Some(caller) = self.body.source.def_id().as_local() else { return false };
+            if !inlining {
+                return false;
+            }
             let Some(cyclic) = tcx.mir_callgraph_cyclic(caller) else { return false };
             if local == caller || cyclic.contains(&local) {
                 return false;
@@ -495,12 +522,14 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
                     TerminatorKind::Call { func, .. } => match func.const_fn_def() {
                         Some((inner, inner_generics)) => {
                             let inner_generics = instance
-                                .instantiate_mir_and_normalize_erasing_regions(
+                                .try_instantiate_mir_and_normalize_erasing_regions(
                                     tcx,
                                     typing_env,
                                     ty::EarlyBinder::bind(inner_generics),
                                 );
-                            self.touches_no_memory(inner, inner_generics, depth + 1)
+                            inner_generics.is_ok_and(|inner_generics| {
+                                self.touches_no_memory(inner, inner_generics, depth + 1)
+                            })
                         }
                         None => false,
                     },
@@ -518,6 +547,14 @@ impl<'a, 'tcx> Facts<'a, 'tcx> {
     }
 }
 
+/// Whether a value of type `ty` holds no address: a number, a `bool` or a `char` (a raw
+/// pointer is a scalar too, but it points somewhere).
+fn is_plain_value(ty: Ty<'_>) -> bool {
+    ty.is_integral() || ty.is_floating_point() || ty.is_bool() || ty.is_char()
+}
+
+/// Records `definition` for the local that `place` assigns: its only definition if it had
+/// none, else (or for a part of a local) [`Definition::Several`].
 fn define<'a, 'tcx>(
     definitions: &mut IndexVec<Local, Definition<'a, 'tcx>>,
     place: Place<'tcx>,
@@ -683,10 +720,16 @@ fn callee_reads<'tcx>(
 /// `deref`, `index` or `as_ptr` returns never points into a local.
 fn is_heap_owner<'tcx>(tcx: TyCtxt<'tcx>, ty: Option<Ty<'tcx>>) -> bool {
     match ty.map(|ty| ty.kind()) {
-        Some(ty::Adt(adt, _)) => {
-            tcx.is_diagnostic_item(sym::Vec, adt.did())
-                || tcx.is_diagnostic_item(sym::String, adt.did())
+        // A `Vec` whose allocator is the global one (another may hand out memory of a local).
+        Some(ty::Adt(adt, args)) if tcx.is_diagnostic_item(sym::Vec, adt.did()) => {
+            match args.types().nth(1).map(|allocator| allocator.kind()) {
+                Some(ty::Adt(allocator, _)) => {
+                    tcx.is_lang_item(allocator.did(), LangItem::GlobalAlloc)
+                }
+                _ => false,
+            }
         }
+        Some(ty::Adt(adt, _)) => tcx.is_diagnostic_item(sym::String, adt.did()),
         _ => false,
     }
 }

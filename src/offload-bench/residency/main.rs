@@ -19,7 +19,11 @@
 //! the loop; then it prints a Markdown table, each form's bytes also as a ratio to its loop's
 //! `preload` form and to the minimum, and whether every form of a loop computed the same
 //! result (bit for bit). `--run LOOP FORM` runs one and prints `<milliseconds> <checksum>`.
-//! Run with `../../../x.py cargo offload run --release --offload-arch=host` in this folder.
+//! Each child starts as the program was started (its `argv[0]`), so run it from a bundle,
+//! whose start script brings the toolchain's loader and libraries: in this folder,
+//! `../../../x.py cargo offload bundle --release --offload-arch=host`, then
+//! `target/offload/bundle/residency-bench`. (`cargo offload run` starts the program through
+//! the loader with the program's own path as `argv[0]`, which a child cannot start alone.)
 
 #![feature(gpu_offload)]
 
@@ -228,6 +232,18 @@ fn moved(stderr: &str) -> [u64; 4] {
     [to, to_copies, back, back_copies]
 }
 
+/// Passes on, once each, the lines of `OFFLOAD_REPORT=1` that say where a child's kernels ran:
+/// the table's launches are the children's, and `gpu-check` reads these lines from this
+/// process.
+fn forward_kernel_reports(stderr: &str, reported: &mut Vec<String>) {
+    for line in stderr.lines().filter(|l| l.starts_with("[offload report] kernel ")) {
+        if !reported.iter().any(|seen| seen == line) {
+            eprintln!("{line}");
+            reported.push(line.to_string());
+        }
+    }
+}
+
 /// Runs every (loop, form) and prints the table.
 fn table(program: &str) {
     println!("| loop | form | copies in / back | MiB moved | x preload | x minimum | ms |");
@@ -238,6 +254,7 @@ fn table(program: &str) {
         ("preload", "preload", &[]),
         ("minimum", "minimum", &[]),
     ];
+    let mut reported = Vec::new();
     for (name, minimum) in LOOPS {
         let minimum = (minimum[0] + minimum[1]) as f64;
         let mut rows = Vec::new();
@@ -246,6 +263,7 @@ fn table(program: &str) {
             let mut counted = env.to_vec();
             counted.push(("LIBOMPTARGET_INFO", "32"));
             let (stdout, stderr) = child(program, name, form, &counted);
+            forward_kernel_reports(&stderr, &mut reported);
             let m = moved(&stderr);
             checksums.push(stdout.split_whitespace().nth(1).unwrap_or("").to_string());
             let mut times: Vec<f64> = (0..TIMED_RUNS)

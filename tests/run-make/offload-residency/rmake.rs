@@ -30,7 +30,13 @@
 //! - `overlapping` launches over two overlapping parts of one buffer (a kept region that
 //!   overlaps a new one is copied back first);
 //! - `stack_array` launches over an array on the stack and writes it directly (the array's
-//!   own memory is mapped, so its direct use ends the keeping).
+//!   own memory is mapped, so its direct use ends the keeping);
+//! - `by_value` passes a struct by value (through the argument tuple's memory) that changes at
+//!   every launch (such a parameter is never kept, or the kernel would see the first value);
+//! - `raw_pointer` launches through `&raw mut` of an array on the stack and reads the array
+//!   after each launch (a raw pointer is traced to the array like a reference);
+//! - `repointed` swaps a slice pointer over to an array on the stack before the launch (a
+//!   pointer whose address is taken has no known origin, so the array counts as mapped).
 
 //@ only-x86_64
 //@ needs-offload
@@ -111,6 +117,9 @@ fn main() {
         "devices",
         "overlapping",
         "stack_array",
+        "by_value",
+        "raw_pointer",
+        "repointed",
     ];
     for residency in ["1", "0"] {
         let (stdout, _) = run("traps", residency);

@@ -8,7 +8,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use core::offload::{Preload, PreloadMut, offload};
-use kern::{add_one, saxpy, smooth};
+use kern::{Params, add_one, add_one_raw, fill_from, saxpy, smooth};
 
 /// 2^20 `f32`, 4 MiB per buffer, for the loops whose copies the test counts.
 const BIG: usize = 1 << 20;
@@ -47,6 +47,9 @@ fn main() {
             devices();
             overlapping();
             stack_array();
+            by_value();
+            raw_pointer();
+            repointed(&mut vec![0.0f32; SMALL]);
         }
         _ => panic!("unknown mode `{mode}`"),
     }
@@ -351,4 +354,43 @@ fn stack_array() {
     let mut expected = [10.0f32; 512];
     expected[3] = 20.0;
     report("stack_array", &values, &expected);
+}
+
+/// A parameter passed by value through memory changes at every launch: each launch must see
+/// its own (the argument tuple's memory is never kept).
+fn by_value() {
+    let mut v = vec![0.0f32; SMALL];
+    for step in 0..5 {
+        let params = Params { values: [step as f32; 8] };
+        offload! {
+            kernel = fill_from,
+            workgroup_dim = [SMALL.div_ceil(256) as u32, 1, 1],
+            thread_dim = [256, 1, 1],
+            args = (&mut v, params),
+        }
+    }
+    report("by_value", &v, &vec![4.0f32; SMALL]);
+}
+
+/// A launch through a raw pointer to an array on the stack, read directly after each launch.
+fn raw_pointer() {
+    let mut values = [0.0f32; 4];
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        offload! { kernel = add_one_raw, args = (&raw mut values,) }
+        seen.push(values[0]);
+    }
+    report("raw_pointer", &seen, &[1.0, 2.0, 3.0]);
+}
+
+/// A slice pointer re-pointed by `mem::swap` at an array on the stack before the launch; the
+/// array is read right after it.
+fn repointed(heap: &mut Vec<f32>) {
+    let mut values = [0.0f32; 4];
+    let mut x: &mut [f32] = &mut heap[..4];
+    let mut y: &mut [f32] = &mut values[..];
+    std::mem::swap(&mut x, &mut y);
+    offload! { kernel = add_one, args = (x,) }
+    let first = values[0];
+    report("repointed", &[first], &[1.0]);
 }

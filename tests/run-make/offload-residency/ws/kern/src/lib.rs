@@ -39,3 +39,32 @@ pub fn add_one(values: &mut [f32]) {
         values[i] += 1.0;
     }
 }
+
+/// Parameters passed by value through memory (32 bytes: larger than two registers).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Params {
+    pub values: [f32; 8],
+}
+
+/// Sets each element to `params.values[i % 8]`.
+#[offload_kernel]
+pub fn fill_from(values: &mut [f32], params: Params) {
+    let i = global_x();
+    if i < values.len() {
+        values[i] = params.values[i % 8];
+    }
+}
+
+/// Adds one to each of the four elements behind a raw pointer (work item 0 alone).
+#[offload_kernel]
+pub fn add_one_raw(values: *mut [f32; 4]) {
+    if global_x() == 0 {
+        // SAFETY: the launch maps the four elements, and one work item writes them.
+        unsafe {
+            for value in (*values).iter_mut() {
+                *value += 1.0;
+            }
+        }
+    }
+}
