@@ -75,7 +75,15 @@ impl<'tcx> crate::MirPass<'tcx> for OffloadResidency {
             .filter(|(_, data)| launch_call(tcx, data.terminator()).is_some())
             .map(|(bb, _)| bb)
             .collect();
-        if launches.is_empty() {
+        // Keeping pays only where one run of the body can reach a second launch: two launch
+        // calls, or one in a loop. A body with one launch outside loops keeps its MIR (and its
+        // size, which decides whether it is inlined across crates).
+        let reaches_another_launch = match launches[..] {
+            [] => false,
+            [launch] => on_cycle(body, launch),
+            _ => true,
+        };
+        if !reaches_another_launch {
             return;
         }
         // A `core` without the runtime side (an older one, or one built for another target)
@@ -732,6 +740,21 @@ fn is_heap_owner<'tcx>(tcx: TyCtxt<'tcx>, ty: Option<Ty<'tcx>>) -> bool {
         Some(ty::Adt(adt, _)) => tcx.is_diagnostic_item(sym::String, adt.did()),
         _ => false,
     }
+}
+
+/// Whether `block` can be reached again from its own successors (it is in a loop).
+fn on_cycle(body: &Body<'_>, block: BasicBlock) -> bool {
+    let mut seen = DenseBitSet::new_empty(body.basic_blocks.len());
+    let mut stack: Vec<BasicBlock> = body.basic_blocks[block].terminator().successors().collect();
+    while let Some(next) = stack.pop() {
+        if next == block {
+            return true;
+        }
+        if seen.insert(next) {
+            stack.extend(body.basic_blocks[next].terminator().successors());
+        }
+    }
+    false
 }
 
 /// For each block, whether data may be kept on the device when it starts: a forward

@@ -19,9 +19,10 @@
 //!   on the device's copy without the write, and the final copy back overwrites it);
 //! - `helper` launches from functions, one of which reads the data after its own launch (the
 //!   flush before the helper's return and before its read);
-//! - `panic` panics on an index out of bounds right after a launch, inside `catch_unwind`: the
-//!   bounds check reads no launch data, so the keeping lasts until the unwinding, whose edge
-//!   flushes (without it the kernel's result never comes back);
+//! - `panic` and `panic_in_vec` panic on an index out of bounds right after a launch (of an
+//!   array, in the body's own bounds check; of a `Vec`, inside `Index::index`), inside
+//!   `catch_unwind`: neither reads launch data, so the keeping lasts until the unwinding, whose
+//!   edge flushes (without it the kernel's result never comes back);
 //! - `reallocation` grows the `Vec` between launches (it moves) and launches over a new buffer
 //!   that may reuse a freed one's address (the flush before `resize` and `drop`);
 //! - `threads` runs two launch loops at once over one shared input (each thread's own table);
@@ -35,28 +36,21 @@
 //!   every launch (such a parameter is never kept, or the kernel would see the first value);
 //! - `raw_pointer` launches through `&raw mut` of an array on the stack and reads the array
 //!   after each launch (a raw pointer is traced to the array like a reference);
-//! - `repointed` swaps a slice pointer over to an array on the stack before the launch (a
-//!   pointer whose address is taken has no known origin, so the array counts as mapped).
+//! - `repointed` swaps a slice pointer over to an array on the stack before two launches (a
+//!   pointer whose address is taken has no known origin, so the array counts as mapped);
+//! - `atomics_device` and `atomics_wider` write counters through `&mut` in a loop (kept), then
+//!   add through `&[AtomicU32]` on another device, or over a wider part on the same one: a
+//!   launch whose data is not kept first brings back the kept regions it overlaps (else the
+//!   other device starts from the host's old counters, and the runtime refuses to widen);
+//! - `through_const` has a kernel write through a `*const` (nothing comes back), then launches
+//!   over the same array through `*mut`: they must start from the host's elements, so a
+//!   `*const` is never kept.
 
 //@ only-x86_64
 //@ needs-offload
 
-use run_make_support::offload::{cargo_offload, copy_dir, reports};
+use run_make_support::offload::{cargo_offload, copies_in_log, copy_dir, reports};
 use run_make_support::{cmd, cwd, source_root};
-
-/// Bytes and copies to the device, then back, from the runtime's `LIBOMPTARGET_INFO=32` lines.
-fn moved(stderr: &str) -> [u64; 4] {
-    let copied = |direction: &str| {
-        let line = format!("Copying data from {direction}");
-        let sizes = stderr.lines().filter(|l| l.contains(&line)).map(|l| {
-            let size = l.split("Size=").nth(1).and_then(|rest| rest.split(',').next());
-            size.and_then(|n| n.parse::<u64>().ok()).unwrap_or_else(|| panic!("no size: {l}"))
-        });
-        sizes.fold((0u64, 0u64), |(bytes, copies), size| (bytes + size, copies + 1))
-    };
-    let (to, back) = (copied("host to device"), copied("device to host"));
-    [to.0, to.1, back.0, back.1]
-}
 
 const MIB4: u64 = 4 << 20;
 
@@ -75,7 +69,7 @@ fn main() {
         for (name, (mismatches, _)) in reports(&stdout) {
             assert_eq!(mismatches, 0, "{mode} (residency {residency}): {name} differs:\n{stdout}");
         }
-        (stdout, moved(&stderr))
+        (stdout, copies_in_log(&stderr))
     };
     // (natural mode, its Preload version, its data moved with residency, and without).
     let loops = [
@@ -110,6 +104,7 @@ fn main() {
         "host_writes",
         "helper",
         "panic",
+        "panic_in_vec",
         "reallocation",
         "reused",
         "thread0",
@@ -120,6 +115,9 @@ fn main() {
         "by_value",
         "raw_pointer",
         "repointed",
+        "atomics_device",
+        "atomics_wider",
+        "through_const",
     ];
     for residency in ["1", "0"] {
         let (stdout, _) = run("traps", residency);

@@ -38,7 +38,9 @@
 //@ only-x86_64
 //@ needs-offload
 
-use run_make_support::offload::{cargo_offload, copy_dir, ptx_kernels, report_library, reports};
+use run_make_support::offload::{
+    cargo_offload, copies_in_log, copy_dir, ptx_kernels, report_library, reports,
+};
 use run_make_support::{cmd, cwd, rfs, rustc};
 
 /// The program's checksum of a saxpy over `n` elements, computed here on its own.
@@ -125,21 +127,12 @@ fn main() {
     // The report's total at the program's end counts the copies that the runtime's info lines
     // show, each way: `[offload report] data moved: B bytes to devices in C copies, B bytes back
     // in C copies` (`byte`, `copy` for 1) against the sum and count of their `Size=N,`.
-    let copied = |direction: &str| {
-        let line = format!("Copying data from {direction}");
-        let sizes = stderr.lines().filter(|l| l.contains(&line)).map(|l| {
-            let size = l.split("Size=").nth(1).and_then(|rest| rest.split(',').next());
-            size.and_then(|n| n.parse::<u64>().ok()).unwrap_or_else(|| panic!("no size: {l}"))
-        });
-        sizes.fold((0u64, 0u64), |(bytes, copies), size| (bytes + size, copies + 1))
-    };
-    let (to, back) = (copied("host to device"), copied("device to host"));
     let total = stderr
         .lines()
         .find_map(|l| l.strip_prefix("[offload report] data moved: "))
         .unwrap_or_else(|| panic!("no total of the data moved:\n{stderr}"));
     let numbers: Vec<u64> = total.split(' ').filter_map(|word| word.parse().ok()).collect();
-    assert_eq!(numbers, [to.0, to.1, back.0, back.1], "the report's total:\n{stderr}");
+    assert_eq!(numbers, copies_in_log(&stderr), "the report's total:\n{stderr}");
     assert_eq!(ran_on(&stderr, "double_raw"), ["2"], "{stderr}");
     assert_eq!(ran_on(&stderr, "saxpy"), ["2"], "{stderr}");
     // A program that launches no kernel does not link the runtime: 0 devices, no link error.

@@ -164,3 +164,20 @@ pub fn reports(stdout: &str) -> BTreeMap<String, (u64, u64)> {
         })
         .collect()
 }
+
+/// The copies between the host and the devices that the offload runtime logs with
+/// `LIBOMPTARGET_INFO=32` on standard error (one `Copying data from host to device, ...,
+/// Size=N, ...` or `from device to host` line per copy): `[bytes to the devices, copies to the
+/// devices, bytes back, copies back]`. Panics on a copy line without a size.
+pub fn copies_in_log(stderr: &str) -> [u64; 4] {
+    let copied = |direction: &str| {
+        let line = format!("Copying data from {direction}");
+        let sizes = stderr.lines().filter(|l| l.contains(&line)).map(|l| {
+            let size = l.split("Size=").nth(1).and_then(|rest| rest.split(',').next());
+            size.and_then(|n| n.parse::<u64>().ok()).unwrap_or_else(|| panic!("no size: {l}"))
+        });
+        sizes.fold((0u64, 0u64), |(bytes, copies), size| (bytes + size, copies + 1))
+    };
+    let (to, back) = (copied("host to device"), copied("device to host"));
+    [to.0, to.1, back.0, back.1]
+}

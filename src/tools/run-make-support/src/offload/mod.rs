@@ -13,8 +13,8 @@ pub mod toolchain;
 
 pub use cargo::{
     ADD_ONE_KERNEL, ADD_ONE_PRELUDE, Member, add_one_program, cargo_offload, cargo_offload_fails,
-    cargo_offload_fails_with, cargo_offload_with, copy_dir, package_manifest, reports,
-    write_workspace,
+    cargo_offload_fails_with, cargo_offload_with, copies_in_log, copy_dir, package_manifest,
+    reports, write_workspace,
 };
 pub use image::{
     VendorReport, check_manifest_format, code_object_kernels, compare_kernels, cubin_kernels,

@@ -8,7 +8,12 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use core::offload::{Preload, PreloadMut, offload};
-use kern::{Params, add_one, add_one_raw, fill_from, saxpy, smooth};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use kern::{
+    Params, add_one, add_one_atomic, add_one_raw, add_ten_atomic, fill_from, saxpy, smooth,
+    write_through_const,
+};
 
 /// 2^20 `f32`, 4 MiB per buffer, for the loops whose copies the test counts.
 const BIG: usize = 1 << 20;
@@ -50,6 +55,8 @@ fn main() {
             by_value();
             raw_pointer();
             repointed(&mut vec![0.0f32; SMALL]);
+            shared_atomics();
+            through_const();
         }
         _ => panic!("unknown mode `{mode}`"),
     }
@@ -209,33 +216,37 @@ fn helper() {
     report("helper", &seen, &expected);
 }
 
-/// A panic right after a launch (an index out of bounds, which the launching body checks
-/// itself): the unwinding copies the kernel's result back before `catch_unwind` returns.
+/// A panic right after a launch, inside `catch_unwind`: an index out of bounds of an array
+/// (the launching body's own bounds check) or of a `Vec` (inside `Index::index`); neither
+/// reads launch data, so the keeping lasts until the unwinding, whose edge copies the kernel's
+/// result back before `catch_unwind` returns.
 fn panic_between_launches() {
-    let mut v = vec![0.0f32; SMALL];
-    let index = std::hint::black_box(7usize);
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        // A local of the closure's own body, so that the bounds check reads no captured
-        // reference (which would end the keeping before it).
-        let index = index;
-        let small = [0.0f32; 4];
-        offload! {
-            kernel = add_one,
-            workgroup_dim = [SMALL.div_ceil(256) as u32, 1, 1],
-            thread_dim = [256, 1, 1],
-            args = (&mut v,),
-        }
-        let value = small[index];
-        offload! {
-            kernel = add_one,
-            workgroup_dim = [SMALL.div_ceil(256) as u32, 1, 1],
-            thread_dim = [256, 1, 1],
-            args = (&mut v,),
-        }
-        value
-    }));
-    assert!(outcome.is_err(), "the index was in bounds");
-    report("panic", &v, &vec![1.0f32; SMALL]);
+    for in_vec in [false, true] {
+        let mut v = vec![0.0f32; SMALL];
+        let index = std::hint::black_box(7usize);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            // Locals of the closure's own body, so that the bounds checks read no captured
+            // reference (which would end the keeping before them).
+            let (index, in_vec) = (index, in_vec);
+            let (array, vector) = ([0.0f32; 4], vec![0.0f32; 4]);
+            offload! {
+                kernel = add_one,
+                workgroup_dim = [SMALL.div_ceil(256) as u32, 1, 1],
+                thread_dim = [256, 1, 1],
+                args = (&mut v,),
+            }
+            let value = if in_vec { vector[index] } else { array[index] };
+            offload! {
+                kernel = add_one,
+                workgroup_dim = [SMALL.div_ceil(256) as u32, 1, 1],
+                thread_dim = [256, 1, 1],
+                args = (&mut v,),
+            }
+            value
+        }));
+        assert!(outcome.is_err(), "the index was in bounds");
+        report(if in_vec { "panic_in_vec" } else { "panic" }, &v, &vec![1.0f32; SMALL]);
+    }
 }
 
 /// The `Vec` grows (and moves) between launches, and a freed buffer's address is reused by a
@@ -390,7 +401,50 @@ fn repointed(heap: &mut Vec<f32>) {
     let mut x: &mut [f32] = &mut heap[..4];
     let mut y: &mut [f32] = &mut values[..];
     std::mem::swap(&mut x, &mut y);
-    offload! { kernel = add_one, args = (x,) }
+    offload! { kernel = add_one, args = (&mut *x,) }
+    offload! { kernel = add_one, args = (&mut *x,) }
     let first = values[0];
-    report("repointed", &[first], &[1.0]);
+    report("repointed", &[first], &[2.0]);
+}
+
+fn counters() -> Vec<AtomicU32> {
+    (0..64).map(|_| AtomicU32::new(0)).collect()
+}
+
+fn totals(counters: &[AtomicU32]) -> Vec<f32> {
+    counters.iter().map(|c| c.load(Relaxed) as f32).collect()
+}
+
+/// Counters written through `&mut` (kept), then through `&` on another device and, over a
+/// wider part, on the same device: the shared launches are not kept, and the kept regions
+/// they overlap come back first (else the second device would start from the host's old
+/// counters, and the runtime would refuse to widen the kept part).
+fn shared_atomics() {
+    for (device, wider) in [(1, false), (-1, true)] {
+        let mut counters = counters();
+        for _ in 0..2 {
+            let part = if wider { &mut counters[..32] } else { &mut counters[..] };
+            offload! { kernel = add_ten_atomic, thread_dim = [64, 1, 1], args = (part,) }
+        }
+        offload! { kernel = add_one_atomic, thread_dim = [64, 1, 1], device = device,
+        args = (&counters,) }
+        let expected: Vec<f32> =
+            (0..64).map(|i| if wider && i >= 32 { 1.0 } else { 21.0 }).collect();
+        report(
+            if wider { "atomics_wider" } else { "atomics_device" },
+            &totals(&counters),
+            &expected,
+        );
+    }
+}
+
+/// A kernel writes through a `*const` (the launch copies nothing back), then `&mut` launches
+/// over the same array: they start from the host's elements, as without keeping.
+fn through_const() {
+    let mut values = [1.0f32; 8];
+    for _ in 0..2 {
+        offload! { kernel = write_through_const, args = (&raw const values,) }
+        offload! { kernel = add_one_raw, args = (&raw mut values[..4] as *mut [f32; 4],) }
+    }
+    report("through_const", &values, &[3.0, 3.0, 3.0, 3.0, 1.0, 1.0, 1.0, 1.0]);
 }

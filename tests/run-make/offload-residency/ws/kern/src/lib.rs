@@ -4,6 +4,8 @@
 #![no_std]
 
 use core::offload::{block_dim_x, block_idx_x, offload_kernel, thread_idx_x};
+use core::sync::atomic::AtomicU32;
+use core::sync::atomic::Ordering::Relaxed;
 
 /// The work item's index in a 1-D grid.
 fn global_x() -> usize {
@@ -66,5 +68,34 @@ pub fn add_one_raw(values: *mut [f32; 4]) {
                 *value += 1.0;
             }
         }
+    }
+}
+
+/// Adds 10 to each counter through `&mut` (kept on the device by a loop of launches).
+#[offload_kernel]
+pub fn add_ten_atomic(counters: &mut [AtomicU32]) {
+    let i = global_x();
+    if i < counters.len() {
+        counters[i].fetch_add(10, Relaxed);
+    }
+}
+
+/// Adds one to each counter through a shared reference (never kept: another thread may
+/// launch over the same counters).
+#[offload_kernel]
+pub fn add_one_atomic(counters: &[AtomicU32]) {
+    let i = global_x();
+    if i < counters.len() {
+        counters[i].fetch_add(1, Relaxed);
+    }
+}
+
+/// Writes 42 into the first element through a `*const` (after a cast): the launch copies
+/// nothing back, so the host never sees it.
+#[offload_kernel]
+pub fn write_through_const(values: *const [f32; 8]) {
+    if global_x() == 0 {
+        // SAFETY: the launch maps the eight elements on the device, and one work item writes.
+        unsafe { (*values.cast_mut())[0] = 42.0 };
     }
 }
