@@ -3,13 +3,18 @@
 //! of one work item that loops over the array, each timed in this process (median of
 //! `RUNS`), with the ratios to the plain loop. Both launches map the same data (4 MB in and
 //! back for `y`, 4 MB in for `x`), so their difference is what running the grid costs.
-//! Run with `../../../x.py cargo offload run --release --offload-arch=host` in this folder;
-//! `RUST_OFFLOAD_CPU_WORKERS` caps the worker threads.
+//! Run from a bundle, since the program starts itself again in child processes: `../../../x.py
+//! cargo offload bundle --release --offload-arch=host` in this folder, then
+//! `target/offload/bundle/cpu-grid-bench` (`cargo offload run` starts it through the toolchain's
+//! loader, which a child started by its path would lack). `RUST_OFFLOAD_CPU_WORKERS` caps the
+//! worker threads.
 //!
 //! The saxpy runs twice: in this process with the runtime's settings as given, then (when
 //! [`POOL_VARIABLE`] is not set) in a child process of the same program with the runtime's
 //! memory pool holding buffers up to [`POOL_BYTES`], so that the runtime stops giving its copies'
 //! memory back to the system and faulting it in again at every launch.
+//!
+//! Last, [`launches`] times empty launches with the runner's worker pool and without it.
 
 #![feature(core_intrinsics)]
 #![allow(internal_features)]
@@ -19,6 +24,8 @@ use std::time::Instant;
 
 use core::intrinsics::offload;
 use cpu_grid_bench::{MM, N, TILE, matmul_tiled, saxpy_grid, saxpy_loop};
+
+mod launches;
 
 const RUNS: usize = 21;
 /// The offload runtime's variable for the largest buffer its memory pool keeps for reuse after
@@ -56,6 +63,10 @@ fn median_ms_of(runs: usize, mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
+    if std::env::args().any(|arg| arg == launches::COSTS_ONLY) {
+        launches::print_costs();
+        return;
+    }
     saxpy();
     if std::env::args().any(|arg| arg == SAXPY_ONLY) {
         return;
@@ -73,6 +84,7 @@ fn main() {
         assert!(status.success(), "the saxpy with the runtime's pool failed: {status}");
     }
     matmul();
+    launches::report();
 }
 
 /// The saxpy's part: host loop, grid launch, one-item launch.

@@ -30,6 +30,11 @@
 //! cause, by `SIGSEGV`, with one worker and with four, and the overflow also when launched
 //! from a thread that has no alternate signal stack, for which the runner maps one.
 //!
+//! Launches of several blocks share them with the runner's pool of worker threads, which stay
+//! from one launch to the next: over 20 launches with 4 workers, the blocks that the launching
+//! thread did not run ran on at most 3 other threads (each block notes the OS thread that ran
+//! it); with `RUST_OFFLOAD_CPU_POOL=0`, on more.
+//!
 //! Each index function of `core::offload` has a kernel that raises an atomic to the largest
 //! value any work item saw over blocks `[2, 3, 4]` of threads `[5, 6, 7]`: the CPU device's
 //! values are checked, on sm_90 each of these kernels reads exactly its function's special
@@ -266,6 +271,26 @@ fn main() {
     let stdout = one_worker.stdout_utf8();
     check_results(&stdout);
     assert_eq!(racy_times(&stdout), vec![256.0; 16], "racy saxpy with one worker");
+
+    // Launches of several blocks share them with worker threads that stay from one launch to
+    // the next: over 20 launches with 4 workers, the blocks that the launching thread did not
+    // run ran on 3 threads at most, those of the pool. Without the pool
+    // (`RUST_OFFLOAD_CPU_POOL=0`) each launch starts threads of its own, so more than 3 ran
+    // blocks (the check that this test can tell the two apart).
+    let helpers = |pool: &str| -> usize {
+        let run = cmd(&exe)
+            .arg("pool")
+            .env("RUST_OFFLOAD_CPU_WORKERS", "4")
+            .env("RUST_OFFLOAD_CPU_POOL", pool)
+            .run();
+        let stdout = run.stdout_utf8();
+        let line = stdout.lines().find_map(|l| l.strip_prefix("pool: ")).expect(&stdout);
+        line.parse().unwrap()
+    };
+    let pooled = helpers("1");
+    assert!((1..=3).contains(&pooled), "{pooled} threads besides the launching one ran blocks");
+    let own = helpers("0");
+    assert!(own > 3, "without the pool, only {own} threads besides the launching one ran blocks");
 
     // A work item that panics (an index out of bounds; the crate graph has no panic handler, so
     // the toolchain's reports the panic) stops the program with the panic as a host panic gives

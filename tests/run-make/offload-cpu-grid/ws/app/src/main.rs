@@ -61,7 +61,8 @@ unsafe extern "C" {
 }
 
 /// Runs the launch of `mode`, one whose work items stop the program (each prints a line if its
-/// launch returns after all); `false` for any other mode.
+/// launch returns after all), or the worker pool's launches (`pool`); `false` for any other
+/// mode.
 fn run_stopping_mode(mode: &str) -> bool {
     match mode {
         "panic" => {
@@ -95,9 +96,29 @@ fn run_stopping_mode(mode: &str) -> bool {
             offload::<_, _, ()>(grid::bad_address, [4, 1, 1], [8, 1, 1], (&mut out, 21u32));
             println!("bad_address: the launch returned");
         }
+        "pool" => pool(),
         _ => return false,
     }
     true
+}
+
+unsafe extern "C" {
+    fn gettid() -> i32;
+}
+
+/// 20 launches of 64 blocks, each block noting its worker's thread: prints `pool: N`, the
+/// number of distinct threads other than the launching one that ran blocks.
+fn pool() {
+    // SAFETY: `gettid` takes nothing and cannot fail.
+    let launcher = unsafe { gettid() };
+    let mut helpers = std::collections::BTreeSet::<i32>::new();
+    for _ in 0..20 {
+        let mut out = [0i32; 64];
+        offload::<_, _, ()>(grid::worker_tids, [64, 1, 1], [1, 1, 1], (&mut out,));
+        assert!(out.iter().all(|&tid| tid > 0), "a block did not run: {out:?}");
+        helpers.extend(out.into_iter().filter(|&tid| tid != launcher));
+    }
+    println!("pool: {}", helpers.len());
 }
 
 /// Work item 3 of block 1 overflows its stack.

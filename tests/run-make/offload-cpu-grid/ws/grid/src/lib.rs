@@ -313,3 +313,27 @@ index_readers! {
     reads_grid_dim_y: grid_dim_y;
     reads_grid_dim_z: grid_dim_z;
 }
+
+#[cfg(target_arch = "x86_64")]
+unsafe extern "C" {
+    fn gettid() -> i32;
+}
+
+/// Thread 0 of each block busies itself for a while, then writes the id of the OS thread that
+/// ran it (`gettid` of the C library on the CPU device; 0 on the GPUs), so that the launching
+/// program sees which worker threads ran its blocks.
+#[rustc_offload_kernel]
+pub fn worker_tids(out: &mut [i32; 64]) {
+    if thread_idx_x() != 0 {
+        return;
+    }
+    for _ in 0..20_000 {
+        core::hint::spin_loop();
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `gettid` takes nothing and cannot fail.
+    let tid = unsafe { gettid() };
+    #[cfg(not(target_arch = "x86_64"))]
+    let tid = 0;
+    out[block_idx_x() as usize] = tid;
+}
