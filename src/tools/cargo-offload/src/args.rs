@@ -31,7 +31,7 @@ and device on stderr naming the device and the image that ran it),
 CARGO_OFFLOAD_DEVICE_SYSROOT (the toolchain's `core` for each device target, with the MIR of
 every function; unset: --build-std), CARGO_OFFLOAD_LLVM_BIN (default /usr/lib/llvm-22/bin),
 CARGO_OFFLOAD_RUNTIME_LIB (default /usr/lib/llvm-22/lib), CARGO_OFFLOAD_CUDA_BIN (ptxas and
-nvlink; default: PATH)
+nvlink; default: PATH); your RUSTC_WRAPPER (or build.rustc-wrapper) runs the host pass's rustc
 ";
 
 /// The command of `cargo offload`, the first argument. In the run plan it is its name

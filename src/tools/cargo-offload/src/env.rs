@@ -54,6 +54,11 @@ pub(crate) const HOST_COMPILE_AND_LINK: &str = "CARGO_OFFLOAD_HOST_COMPILE_AND_L
 /// programs that the first run compiled ([`crate::manifests::root_manifests`] reads it).
 pub(crate) const HOST_PROGRAMS: &str = "CARGO_OFFLOAD_HOST_PROGRAMS";
 
+/// Set by `cargo offload` for the host build when the user has a rustc wrapper of their own
+/// (`RUSTC_WRAPPER` or `build.rustc-wrapper`, [`crate::user_wrapper::find`]): its path or
+/// name, through which the host build's wrapper runs rustc.
+pub(crate) const USER_RUSTC_WRAPPER: &str = "CARGO_OFFLOAD_USER_RUSTC_WRAPPER";
+
 /// Set by `cargo offload` for the device pass of a program that defines kernels: the crate
 /// name of that program, which the wrapper compiles as an `rlib`
 /// ([`crate::wrapper::device::wrap_device_rustc`]).

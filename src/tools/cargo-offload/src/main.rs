@@ -41,6 +41,7 @@
 //! loadable images), [`registration`] (the object that registers them), [`seal`] (what a
 //! reused file must still hold), [`launch`] (how the programs start), [`linker`] (the linker
 //! driver of an installed toolchain, `--cc`), [`heal`] (what a build removes first),
+//! [`user_wrapper`] (the user's own `RUSTC_WRAPPER`, which the host pass runs rustc through),
 //! [`mod@env`] (the names of the `CARGO_OFFLOAD_*` environment variables) and [`util`]
 //! (failures and their context, writing files only when they change).
 
@@ -55,6 +56,7 @@ mod passes;
 mod registration;
 mod role;
 mod seal;
+mod user_wrapper;
 mod util;
 mod vendor;
 mod workspace;

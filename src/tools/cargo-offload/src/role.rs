@@ -51,6 +51,9 @@ pub(crate) struct HostPass {
     /// [`env::HOST_IMAGE`]: the image that every crate's `-Zoffload=Host=` names; empty when
     /// unset.
     pub(crate) image: String,
+    /// [`env::USER_RUSTC_WRAPPER`]: the user's rustc wrapper, which runs each rustc; `None`
+    /// when unset.
+    pub(crate) user_wrapper: Option<String>,
     /// [`env::HOST_PROGRAMS`]: the folder of the records of the programs that a run compiled;
     /// empty when unset.
     pub(crate) programs: String,
@@ -100,6 +103,7 @@ impl Role {
                 manifests,
                 image: text(env::HOST_IMAGE).unwrap_or_default(),
                 programs: text(env::HOST_PROGRAMS).unwrap_or_default(),
+                user_wrapper: text(env::USER_RUSTC_WRAPPER),
             };
             let Some(link_args) = text(env::HOST_LINK) else {
                 return Ok(Role::HostCompile(rustc()?, pass));
@@ -170,8 +174,12 @@ mod tests {
     fn the_host_wrapper_compiles_or_links_as_its_variables_say() {
         let args = ["cargo-offload", "rustc", "--crate-name", "app"];
         let compile = [(env::HOST_METADATA_DIR, "/t/m"), (env::HOST_IMAGE, "/t/host.out")];
-        let pass =
-            HostPass { manifests: "/t/m".into(), image: "/t/host.out".into(), programs: "".into() };
+        let pass = HostPass {
+            manifests: "/t/m".into(),
+            image: "/t/host.out".into(),
+            user_wrapper: None,
+            programs: "".into(),
+        };
         assert_eq!(
             decode(&compile, &args).ok(),
             Some(Role::HostCompile(rustc(&["--crate-name", "app"]), pass))

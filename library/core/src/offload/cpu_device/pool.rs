@@ -12,6 +12,13 @@
 //! whose blocks the launching thread ran alone costs one wake-up call more than a launch of
 //! one block.
 //!
+//! The pool's threads outlive every launch, and so must the image whose code they run: the
+//! offload runtime unloads its images when the program ends (LLVM's `DynamicLibrary` closes
+//! them at exit), which would unmap the code of a worker that is still being woken from the
+//! last launch. So the first launch pins the image (`dlopen` of its own file with
+//! `RTLD_NODELETE | RTLD_NOLOAD`) before it starts the threads; where that fails, launches do
+//! without the pool.
+//!
 //! One launch at a time uses the pool (each image has its own). A launch on another host
 //! thread meanwhile starts and joins workers of its own, as the runner did before it had a
 //! pool, so that launches of several host threads still run at the same time; so does every
@@ -108,6 +115,10 @@ fn started_threads() -> u32 {
     }
     let wanted = (worker_limit() - 1).min(MAX_WORKERS as u64 - 1);
     let mut started = 0;
+    if wanted > 0 && !pin_image() {
+        THREADS.store(0, Ordering::Relaxed);
+        return 0;
+    }
     for _ in 0..wanted {
         let mut handle: PthreadT = 0;
         // SAFETY: default attributes; the thread runs for the rest of the program, on statics.
@@ -120,6 +131,39 @@ fn started_threads() -> u32 {
     }
     THREADS.store(started, Ordering::Relaxed);
     started
+}
+
+/// `Dl_info` of `dladdr`: the file and base address of the object that holds an address, and
+/// the nearest symbol (only the file is read).
+#[repr(C)]
+pub(super) struct DlInfo {
+    file: *const c_char,
+    _base: *mut c_void,
+    _symbol: *const c_char,
+    _symbol_address: *mut c_void,
+}
+
+/// `RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE` of Linux's C libraries (glibc and musl): the
+/// object must be loaded already, and it stays loaded whatever `dlclose` is called later.
+const RTLD_LAZY_NOLOAD_NODELETE: c_int = 0x1 | 0x4 | 0x1000;
+
+/// Keeps the image that holds this code loaded until the program ends (see the module's
+/// docs); false when the C library cannot name or pin it.
+fn pin_image() -> bool {
+    let mut info = DlInfo {
+        file: ptr::null(),
+        _base: ptr::null_mut(),
+        _symbol: ptr::null(),
+        _symbol_address: ptr::null_mut(),
+    };
+    // SAFETY: `dladdr` writes `info` for an address of this image's code; `dlopen` with
+    // `RTLD_NOLOAD` only looks the file up among the loaded objects. The handle is never
+    // closed, on purpose.
+    unsafe {
+        dladdr(pool_worker as *const c_void, &mut info) != 0
+            && !info.file.is_null()
+            && !dlopen(info.file, RTLD_LAZY_NOLOAD_NODELETE).is_null()
+    }
 }
 
 /// A thread of the pool: joins each launch that opens and has room for it, once, and sleeps

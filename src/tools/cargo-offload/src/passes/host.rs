@@ -56,6 +56,9 @@ impl<'a> Build<'a> {
             .env(env::HOST_METADATA_DIR, &self.folders.manifests)
             .env(env::HOST_IMAGE, self.folders.images.join("host.out"))
             .env(env::HOST_PROGRAMS, self.folders.programs());
+        if let Some(wrapper) = &self.user_wrapper {
+            cmd.env(env::USER_RUSTC_WRAPPER, wrapper);
+        }
         Ok(cmd)
     }
 

@@ -55,7 +55,8 @@ fn cargo_command(cargo: &OsString, verb: &str) -> Command {
         .env_remove(env::DEVICE_PROGRAM)
         .env_remove(env::DEVICE_FAILURES)
         .env_remove(env::HOST_LINK)
-        .env_remove(env::HOST_COMPILE_AND_LINK);
+        .env_remove(env::HOST_COMPILE_AND_LINK)
+        .env_remove(env::USER_RUSTC_WRAPPER);
     cmd
 }
 
@@ -120,6 +121,8 @@ struct Build<'a> {
     archs: Vec<Arch>,
     ws: Workspace,
     folders: Folders,
+    /// The user's own rustc wrapper ([`crate::user_wrapper::find`]), for the host pass.
+    user_wrapper: Option<PathBuf>,
 }
 
 /// Where the passes of one `cargo offload` run keep their files, all under
@@ -166,6 +169,7 @@ impl<'a> Build<'a> {
         let host = host_triple(&version)?;
         let archs = inv.archs.iter().map(|a| Arch::parse(a, &host)).collect::<Result<Vec<_>>>()?;
         let ws = workspace(&cargo, &inv.cargo_args)?;
+        let user_wrapper = crate::user_wrapper::find(&cargo)?;
         let dir = ws.target_dir.join("offload");
         forget_other_compilers_output(&dir)?;
         fs::create_dir_all(&dir).context_create(&dir)?;
@@ -185,6 +189,7 @@ impl<'a> Build<'a> {
             archs,
             ws,
             folders: Folders { dir, manifests, images, profile },
+            user_wrapper,
         })
     }
 

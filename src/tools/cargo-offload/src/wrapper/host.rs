@@ -24,6 +24,13 @@
 //! linked in one compilation, as plain cargo does, and recorded as in a first run.
 //!
 //! A manifest that a successful compilation wrote is sealed ([`seal_manifest`]).
+//!
+//! Where the user has a rustc wrapper of their own ([`crate::user_wrapper`]), every rustc runs
+//! through it, with the flags above. A crate compiled for the target writes its manifest as a
+//! side output that the user's wrapper does not know: when a compilation through it succeeds
+//! without writing the manifest (a caching wrapper that gave its outputs from its cache), rustc
+//! runs again without the wrapper, so that the manifest is this compilation's
+//! ([`HostCrate::run`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -63,7 +70,7 @@ fn sealed(
     wrap: impl FnOnce(&HostCrate<'_>) -> Result<ExitCode>,
 ) -> Result<ExitCode> {
     let Some(name) = manifest_name(&rustc.args) else {
-        let mut cmd = command(rustc);
+        let mut cmd = command(rustc, pass.user_wrapper.as_deref());
         cmd.args(&rustc.args);
         return run_rustc(&rustc.program, cmd);
     };
@@ -77,11 +84,20 @@ fn sealed(
     Ok(status)
 }
 
-/// `rustc` without the variables of the host build's wrapper, which the compilation must not
-/// see (a build script that runs `cargo offload` would take them for its own).
-fn command(rustc: &Rustc) -> Command {
-    let mut cmd = Command::new(&rustc.program);
-    cmd.env_remove(env::HOST_METADATA_DIR)
+/// `rustc`, through the user's `wrapper` if any, without the variables of the host build's
+/// wrapper, which the compilation must not see (a build script that runs `cargo offload` would
+/// take them for its own).
+fn command(rustc: &Rustc, wrapper: Option<&str>) -> Command {
+    let mut cmd = match wrapper {
+        Some(wrapper) => {
+            let mut cmd = Command::new(wrapper);
+            cmd.arg(&rustc.program);
+            cmd
+        }
+        None => Command::new(&rustc.program),
+    };
+    cmd.env_remove(env::USER_RUSTC_WRAPPER)
+        .env_remove(env::HOST_METADATA_DIR)
         .env_remove(env::HOST_IMAGE)
         .env_remove(env::HOST_LINK)
         .env_remove(env::HOST_COMPILE_AND_LINK)
@@ -126,11 +142,35 @@ impl<'a> HostCrate<'a> {
     }
 
     /// Runs rustc with `args` (cargo's, or those of a link-only compilation), the offload
-    /// flags and `extra`.
+    /// flags and `extra`, through the user's wrapper if any; again without it when a
+    /// compilation through it succeeded without writing the crate's manifest (see the module's
+    /// docs; a link-only compilation writes none).
     fn run(&self, args: &[String], extra: &[String]) -> Result<ExitCode> {
-        let mut cmd = command(self.rustc);
+        let wrapper = self.pass.user_wrapper.as_deref();
+        let manifest = Path::new(&self.pass.manifests).join(format!("{}.json", self.name));
+        let before = modified(&manifest);
+        let status = self.run_through(wrapper, args, extra)?;
+        let link_only = extra.iter().any(|a| a == "-Zlink-only");
+        if wrapper.is_some()
+            && !link_only
+            && status == ExitCode::SUCCESS
+            && modified(&manifest) == before
+        {
+            return self.run_through(None, args, extra);
+        }
+        Ok(status)
+    }
+
+    /// Runs rustc as [`HostCrate::run`] does, through `wrapper` if any.
+    fn run_through(
+        &self,
+        wrapper: Option<&str>,
+        args: &[String],
+        extra: &[String],
+    ) -> Result<ExitCode> {
+        let mut cmd = command(self.rustc, wrapper);
         cmd.args(args).args(&self.offload).args(extra);
-        run_rustc(&self.rustc.program, cmd)
+        run_rustc(wrapper.unwrap_or(&self.rustc.program), cmd)
     }
 
     /// The program files that rustc links for the crate ([`program_files`]).
