@@ -3,10 +3,11 @@
 //! `build.rustc-wrapper` of the workspace's `.cargo/config.toml` (a path relative to the folder
 //! above `.cargo`, as cargo reads it). A logging wrapper sees the host pass's compilations of
 //! the program, its kernel crate and its build script, the program's with the host pass's
-//! offload flags; it sees none of the device pass's. A wrapper that answers a compilation
-//! without running rustc (as a caching wrapper answers from its cache) leaves the crate's
-//! manifest unwritten, so `cargo offload` compiles that crate again without it: the program's
-//! manifest is written by this build, and the program computes right.
+//! offload flags; it sees none of the device pass's. A wrapper whose compilations leave the
+//! crates' manifests unwritten (as a caching wrapper's answers from its cache do, while rustc's
+//! outputs and messages are all there) has `cargo offload` compile each crate again without
+//! it, showing cargo each crate's messages once: the manifests are this build's, and a kernel
+//! that the edited program launches for the first time is in the image and computes right.
 
 //@ only-x86_64
 //@ needs-offload
@@ -23,16 +24,46 @@ use run_make_support::{CompletedProcess, cwd, rfs};
 /// Writes each invocation (its arguments) to `$WRAP_LOG`, then runs it.
 const LOGGING: &str = "#!/bin/sh\necho \"$*\" >> \"$WRAP_LOG\"\nexec \"$@\"\n";
 
-/// As [`LOGGING`], but answers the host pass's compilations of the crate `app` without running
-/// rustc, as a caching wrapper does from its cache (which has no copy of the crate's manifest);
-/// link-only compilations, which no cache answers, run.
-const ANSWERS_APP: &str = "#!/bin/sh
+/// As [`LOGGING`], but has each compilation for the target write its manifest elsewhere, as a
+/// cache that answers a compilation does: rustc writes its outputs and prints its messages (the
+/// artifact notices that cargo reads once per crate among them), but the crate's manifest is
+/// not this compilation's. Link-only compilations, which write no manifest, run as they are.
+const ELSEWHERE: &str = "#!/bin/sh
 echo \"$*\" >> \"$WRAP_LOG\"
-case \"$*\" in
-  *-Zlink-only*) ;;
-  *'--crate-name app '*HostMetadata*) exit 0 ;;
-esac
+case \"$*\" in *-Zlink-only*) exec \"$@\" ;; esac
+for arg do
+  shift
+  case \"$arg\" in -Zoffload=HostMetadata=*) arg=\"-Zoffload=HostMetadata=$WRAP_LOG.json\" ;; esac
+  set -- \"$@\" \"$arg\"
+done
 exec \"$@\"
+";
+
+/// A second kernel, launched only by the last version of the program.
+const ADD_TWO_KERNEL: &str = "
+#[offload_kernel]
+pub fn add_two(y: &mut [u32]) {
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+    if i < y.len() {
+        y[i] += util::STEP;
+    }
+}
+";
+
+/// The last version of the program: it launches `add_two`, which no earlier manifest lists.
+const ADD_TWO_PROGRAM: &str = "#![feature(gpu_offload)]
+
+fn main() {
+    let mut y = vec![40u32; 256];
+    core::offload::offload! {
+        kernel = kernels::add_two,
+        workgroup_dim = [4, 1, 1],
+        thread_dim = [64, 1, 1],
+        args = (&mut y[..],),
+    }
+    let right = y.iter().filter(|v| **v == 42).count();
+    println!(\"right={right}\");
+}
 ";
 
 /// Writes `script` to `path`, executable.
@@ -75,20 +106,23 @@ fn app_manifest_time(ws: &Path) -> SystemTime {
 
 fn main() {
     let ws = cwd().join("ws");
-    let kernels = format!("{ADD_ONE_PRELUDE}{ADD_ONE_KERNEL}");
+    let kernels = format!("{ADD_ONE_PRELUDE}{ADD_ONE_KERNEL}{ADD_TWO_KERNEL}");
     let app = add_one_program("println!(\"right={right}\");");
     write_workspace(
         &ws,
         &[
-            ("kernels", "", "lib.rs", &kernels),
+            // A library that a library depends on: cargo starts `kernels` once it has read the
+            // artifact notice of `util`'s metadata, and must not read it twice.
+            ("util", "", "lib.rs", "#![no_std]\n\npub const STEP: u32 = 2;\n"),
+            ("kernels", "util = { path = \"../util\" }\n", "lib.rs", &kernels),
             ("app", "kernels = { path = \"../kernels\" }\n", "main.rs", &app),
         ],
     );
     rfs::write(ws.join("app/build.rs"), "fn main() {}\n");
-    let (log, logging, answers) =
-        (cwd().join("wrap.log"), cwd().join("log.sh"), cwd().join("hit.sh"));
+    let (log, logging, elsewhere) =
+        (cwd().join("wrap.log"), cwd().join("log.sh"), cwd().join("elsewhere.sh"));
     write_script(&logging, LOGGING);
-    write_script(&answers, ANSWERS_APP);
+    write_script(&elsewhere, ELSEWHERE);
 
     // `RUSTC_WRAPPER`: the host pass's compilations, the build script's too, go through it.
     let text = run_logged(&ws, &log, &[("RUSTC_WRAPPER", &logging)]);
@@ -108,12 +142,18 @@ fn main() {
     let text = run_logged(&ws, &log, &[]);
     assert!(!compilations(&text, "app").is_empty(), "the configured wrapper never ran:\n{text}");
 
-    // A wrapper that answers `app`'s compilation without rustc: `cargo offload` compiles it
-    // again without the wrapper, so that its manifest is this build's.
+    // A wrapper whose compilations leave the manifests unwritten, as answers from a cache do:
+    // `cargo offload` compiles each crate again without it (cargo sees each crate's messages
+    // once), so the manifests are this build's and list the kernel that the program now
+    // launches.
     rfs::remove_file(ws.join(".cargo/config.toml"));
     let before = app_manifest_time(&ws);
-    rfs::write(ws.join("app/src/main.rs"), format!("{app}\n// edited again\n"));
-    let text = run_logged(&ws, &log, &[("RUSTC_WRAPPER", &answers)]);
-    assert!(!compilations(&text, "app").is_empty(), "the answering wrapper never ran:\n{text}");
+    rfs::write(ws.join("util/src/lib.rs"), "#![no_std]\n\npub const STEP: u32 = 1 + 1;\n");
+    rfs::write(ws.join("kernels/src/lib.rs"), format!("{kernels}\n// edited\n"));
+    rfs::write(ws.join("app/src/main.rs"), ADD_TWO_PROGRAM);
+    let text = run_logged(&ws, &log, &[("RUSTC_WRAPPER", &elsewhere)]);
+    for name in ["app", "kernels", "util"] {
+        assert!(!compilations(&text, name).is_empty(), "the wrapper never ran `{name}`:\n{text}");
+    }
     assert!(app_manifest_time(&ws) > before, "`app`'s manifest is not this build's");
 }

@@ -144,6 +144,7 @@ unsafe extern "C" {
     ) -> c_int;
     fn pthread_join(thread: PthreadT, retval: *mut *mut c_void) -> c_int;
     fn pthread_detach(thread: PthreadT) -> c_int;
+    fn getpid() -> c_int;
     fn dladdr(address: *const c_void, info: *mut pool::DlInfo) -> c_int;
     fn dlopen(file: *const c_char, flags: c_int) -> *mut c_void;
     fn syscall(number: c_long, ...) -> c_long;

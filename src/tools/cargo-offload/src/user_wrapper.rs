@@ -11,25 +11,41 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::env;
 use crate::util::{Context, Result};
 
-/// The user's rustc wrapper: `RUSTC_WRAPPER` when set (and not empty), else the value of
-/// `build.rustc-wrapper` that cargo's configuration gives in the current folder (read with
-/// `cargo config get`, whose `--show-origin` says what a relative path is relative to: the
-/// folder above the `.cargo` folder of the file that set it, or the current folder for an
-/// environment variable); `None` when neither names one, or when it names `cargo-offload`
-/// itself. A name without `/` stays a name, which `PATH` resolves, as cargo does it. Fails if
-/// `cargo` cannot be started.
+/// The user's rustc wrapper: `RUSTC_WRAPPER` when set (an empty value turns the wrapper off,
+/// as it does for cargo), else the value of `build.rustc-wrapper` that cargo's configuration
+/// gives in the current folder (read with `cargo config get`, whose `--show-origin` says what a
+/// relative path is relative to: the folder above the folder of the file that set it, or the
+/// current folder for an environment variable). A name without `/` stays a name, which `PATH`
+/// resolves; a relative path becomes absolute here, since rustc runs in other folders. Where
+/// `RUSTC_WRAPPER` is `cargo-offload` itself (a `cargo offload` in a build script of a host
+/// pass), the wrapper that the outer `cargo offload` found ([`env::USER_RUSTC_WRAPPER`]).
+/// `None` when nothing names one. Fails if `cargo` cannot be started.
 pub(crate) fn find(cargo: &OsStr) -> Result<Option<PathBuf>> {
-    let wrapper = match std::env::var_os("RUSTC_WRAPPER").filter(|w| !w.is_empty()) {
-        Some(wrapper) => Some(PathBuf::from(wrapper)),
-        None => configured(cargo)?,
-    };
-    Ok(wrapper.filter(|w| w.file_name() != Some(OsStr::new("cargo-offload"))))
+    let cwd = std::env::current_dir().context(|| "cannot read the current folder".to_string())?;
+    match std::env::var_os("RUSTC_WRAPPER") {
+        Some(wrapper) if wrapper.is_empty() => Ok(None),
+        Some(wrapper) if Path::new(&wrapper).file_name() == Some(OsStr::new("cargo-offload")) => {
+            Ok(std::env::var_os(env::USER_RUSTC_WRAPPER).map(PathBuf::from))
+        }
+        Some(wrapper) => Ok(Some(absolute(Path::new(&wrapper), &cwd))),
+        None => configured(cargo, &cwd),
+    }
+}
+
+/// `wrapper` as cargo runs it from `base`: a name as it is, a path joined to `base`.
+fn absolute(wrapper: &Path, base: &Path) -> PathBuf {
+    if wrapper.components().count() > 1 || wrapper.is_absolute() {
+        base.join(wrapper)
+    } else {
+        wrapper.to_path_buf()
+    }
 }
 
 /// `build.rustc-wrapper` of cargo's configuration, resolved ([`find`]).
-fn configured(cargo: &OsStr) -> Result<Option<PathBuf>> {
+fn configured(cargo: &OsStr, cwd: &Path) -> Result<Option<PathBuf>> {
     let output = Command::new(cargo)
         .args(["-Zunstable-options", "config", "get", "--format", "toml", "--show-origin"])
         .arg("build.rustc-wrapper")
@@ -41,31 +57,27 @@ fn configured(cargo: &OsStr) -> Result<Option<PathBuf>> {
     if !output.status.success() {
         return Ok(None);
     }
-    let cwd = std::env::current_dir().context(|| "cannot read the current folder".to_string())?;
-    Ok(String::from_utf8_lossy(&output.stdout).lines().find_map(|line| resolve(line, &cwd)))
+    Ok(String::from_utf8_lossy(&output.stdout).lines().find_map(|line| resolve(line, cwd)))
 }
 
 /// The wrapper of one line of `cargo config get --format toml --show-origin`,
-/// `build.rustc-wrapper = "VALUE" # ORIGIN`, with a relative path resolved against its origin
-/// (`cwd` for an environment variable or a `--config` option); `None` for another line or an
-/// empty value (which turns the wrapper off).
+/// `build.rustc-wrapper = "VALUE" # ORIGIN`, with a relative path resolved against its origin:
+/// the folder above the folder of the configuration file (cargo's root of a configuration
+/// file, `<root>/.cargo/config.toml`), or `cwd` for an environment variable or a `--config`
+/// option; `None` for another line or an empty value (which turns the wrapper off).
 fn resolve(line: &str, cwd: &Path) -> Option<PathBuf> {
     let rest = line.strip_prefix("build.rustc-wrapper = \"")?;
     let (value, origin) = rest.split_once("\" # ").unwrap_or((rest.trim_end_matches('"'), ""));
     if value.is_empty() {
         return None;
     }
-    if !value.contains('/') {
-        return Some(PathBuf::from(value));
-    }
     let config_file = Path::new(origin);
-    let base = match config_file.parent() {
-        Some(dot_cargo) if config_file.is_absolute() && dot_cargo.ends_with(".cargo") => {
-            dot_cargo.parent().unwrap_or(dot_cargo)
-        }
+    let root = config_file.parent().and_then(Path::parent);
+    let base = match root {
+        Some(root) if config_file.is_absolute() => root,
         _ => cwd,
     };
-    Some(base.join(value))
+    Some(absolute(Path::new(value), base))
 }
 
 #[cfg(test)]
@@ -93,7 +105,13 @@ mod tests {
             resolve(&line("/opt/w", "--config cli option"), cwd),
             Some(PathBuf::from("/opt/w"))
         );
+        assert_eq!(
+            resolve(&line("w/x.sh", "/opt/cargo/config.toml"), cwd),
+            Some(PathBuf::from("/opt/w/x.sh"))
+        );
         assert_eq!(resolve(&line("", "/home/u/ws/.cargo/config.toml"), cwd), None);
+        assert_eq!(absolute(Path::new("../w.sh"), cwd), PathBuf::from("/home/u/ws/app/../w.sh"));
+        assert_eq!(absolute(Path::new("sccache"), cwd), PathBuf::from("sccache"));
         assert_eq!(resolve("build.rustflags = []", cwd), None);
     }
 }

@@ -19,6 +19,10 @@
 //! `RTLD_NODELETE | RTLD_NOLOAD`) before it starts the threads; where that fails, launches do
 //! without the pool.
 //!
+//! The threads start with the scheduling settings of the thread that launched first (its CPU
+//! affinity, policy and signal mask), and keep them. A child process made by `fork` has no
+//! pool threads: its launches start their own, as below.
+//!
 //! One launch at a time uses the pool (each image has its own). A launch on another host
 //! thread meanwhile starts and joins workers of its own, as the runner did before it had a
 //! pool, so that launches of several host threads still run at the same time; so does every
@@ -26,7 +30,7 @@
 //! x86-64 and AArch64 Linux, and when no worker thread could be started.
 
 use super::*;
-use crate::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU32};
+use crate::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicU32};
 
 /// The launch that the pool works on, in one word so that joining is one compare-and-swap:
 /// bits 0-11 the workers that joined it and have not left, bits 12-23 the workers it asks
@@ -45,6 +49,8 @@ static GRID: AtomicPtr<Grid> = AtomicPtr::new(ptr::null_mut());
 static BUSY: AtomicBool = AtomicBool::new(false);
 /// The pool's threads, [`NOT_STARTED`] before the first launch that wants them.
 static THREADS: AtomicU32 = AtomicU32::new(NOT_STARTED);
+/// The process that started them: a child made by `fork` has none of them.
+static POOL_PID: AtomicI32 = AtomicI32::new(0);
 const NOT_STARTED: u32 = u32::MAX;
 /// `RUST_OFFLOAD_CPU_POOL`: 0 unread, [`POOL_ON`] or [`POOL_OFF`].
 static POOL_SETTING: AtomicU8 = AtomicU8::new(0);
@@ -107,12 +113,17 @@ fn enabled() -> bool {
 }
 
 /// The pool's threads, started by the first call (the caller holds [`BUSY`]): [`worker_limit`]
-/// - 1 of them, at most [`MAX_WORKERS`] - 1; fewer when the system refuses one.
+/// - 1 of them, at most [`MAX_WORKERS`] - 1; fewer when the system refuses one; none when the
+/// image cannot be pinned, or in a child process made by `fork` after they started.
 fn started_threads() -> u32 {
     let threads = THREADS.load(Ordering::Relaxed);
     if threads != NOT_STARTED {
-        return threads;
+        // SAFETY: `getpid` takes nothing and cannot fail.
+        let same_process = unsafe { getpid() } == POOL_PID.load(Ordering::Relaxed);
+        return if same_process { threads } else { 0 };
     }
+    // SAFETY: as above.
+    POOL_PID.store(unsafe { getpid() }, Ordering::Relaxed);
     let wanted = (worker_limit() - 1).min(MAX_WORKERS as u64 - 1);
     let mut started = 0;
     if wanted > 0 && !pin_image() {
@@ -203,8 +214,11 @@ extern "C" fn pool_worker(_: *mut c_void) -> *mut c_void {
 /// `futex(2)`'s system call number.
 #[cfg(target_arch = "x86_64")]
 const SYS_FUTEX: c_long = 202;
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(target_arch = "aarch64")]
 const SYS_FUTEX: c_long = 98;
+/// None: [`enabled`] keeps the pool off on other targets, so no futex call is made.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const SYS_FUTEX: c_long = -1;
 /// `FUTEX_WAIT_BITSET` and `FUTEX_WAKE_BITSET`, each with `FUTEX_PRIVATE_FLAG` (the word is
 /// not shared with another process).
 const FUTEX_WAIT_BITSET_PRIVATE: c_int = 9 | 128;

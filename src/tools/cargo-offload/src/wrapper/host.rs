@@ -33,6 +33,7 @@
 //! ([`HostCrate::run`]).
 
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::SystemTime;
@@ -43,7 +44,7 @@ use crate::env;
 use crate::image_crate::DEVICE_CFG;
 use crate::registration::{link_record, link_record_text};
 use crate::role::{HostPass, LinkRun, Rustc};
-use crate::util::{Context, Failure, Result};
+use crate::util::{Context, Failure, Result, exit_code_of};
 use crate::vendor::runtime_lib_dir;
 
 /// The role of a wrapper of the host build's compile run: runs `rustc` as the first run does
@@ -144,33 +145,33 @@ impl<'a> HostCrate<'a> {
     /// Runs rustc with `args` (cargo's, or those of a link-only compilation), the offload
     /// flags and `extra`, through the user's wrapper if any; again without it when a
     /// compilation through it succeeded without writing the crate's manifest (see the module's
-    /// docs; a link-only compilation writes none).
+    /// docs; a link-only compilation writes none). What the wrapper printed reaches cargo only
+    /// when its compilation stands: cargo must not read a crate's artifact messages twice.
     fn run(&self, args: &[String], extra: &[String]) -> Result<ExitCode> {
-        let wrapper = self.pass.user_wrapper.as_deref();
+        let link_only = extra.iter().any(|a| a == "-Zlink-only");
+        let wrapper = match self.pass.user_wrapper.as_deref() {
+            Some(wrapper) if !link_only => wrapper,
+            wrapper => {
+                let cmd = self.command(wrapper, args, extra);
+                return run_rustc(wrapper.unwrap_or(&self.rustc.program), cmd);
+            }
+        };
         let manifest = Path::new(&self.pass.manifests).join(format!("{}.json", self.name));
         let before = modified(&manifest);
-        let status = self.run_through(wrapper, args, extra)?;
-        let link_only = extra.iter().any(|a| a == "-Zlink-only");
-        if wrapper.is_some()
-            && !link_only
-            && status == ExitCode::SUCCESS
-            && modified(&manifest) == before
-        {
-            return self.run_through(None, args, extra);
+        let output = self.command(Some(wrapper), args, extra).output().context_run(wrapper)?;
+        if !output.status.success() || modified(&manifest) != before {
+            std::io::stdout().write_all(&output.stdout).context(|| "cannot write".into())?;
+            std::io::stderr().write_all(&output.stderr).context(|| "cannot write".into())?;
+            return Ok(exit_code_of(wrapper, output.status));
         }
-        Ok(status)
+        run_rustc(&self.rustc.program, self.command(None, args, extra))
     }
 
-    /// Runs rustc as [`HostCrate::run`] does, through `wrapper` if any.
-    fn run_through(
-        &self,
-        wrapper: Option<&str>,
-        args: &[String],
-        extra: &[String],
-    ) -> Result<ExitCode> {
+    /// rustc with `args`, the offload flags and `extra`, through `wrapper` if any.
+    fn command(&self, wrapper: Option<&str>, args: &[String], extra: &[String]) -> Command {
         let mut cmd = command(self.rustc, wrapper);
         cmd.args(args).args(&self.offload).args(extra);
-        run_rustc(wrapper.unwrap_or(&self.rustc.program), cmd)
+        cmd
     }
 
     /// The program files that rustc links for the crate ([`program_files`]).
