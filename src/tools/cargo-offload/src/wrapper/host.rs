@@ -71,9 +71,10 @@ fn sealed(
     wrap: impl FnOnce(&HostCrate<'_>) -> Result<ExitCode>,
 ) -> Result<ExitCode> {
     let Some(name) = manifest_name(&rustc.args) else {
-        let mut cmd = command(rustc, pass.user_wrapper.as_deref());
+        let wrapper = pass.user_wrapper.as_deref();
+        let mut cmd = command(rustc, wrapper);
         cmd.args(&rustc.args);
-        return run_rustc(&rustc.program, cmd);
+        return run_rustc(wrapper.unwrap_or(&rustc.program), cmd);
     };
     let manifest = Path::new(&pass.manifests).join(format!("{name}.json"));
     let before = modified(&manifest);
