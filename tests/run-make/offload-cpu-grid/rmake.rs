@@ -255,6 +255,28 @@ fn check_panic_line(exe: &Path) {
     assert_eq!(failed.status().signal(), Some(4), "{:?}", failed.status());
 }
 
+/// Launches of several blocks share them with worker threads that stay from one launch to the
+/// next: over 20 launches with 4 workers, the blocks that the launching thread did not run ran
+/// on 3 threads at most, those of the pool. Without the pool (`RUST_OFFLOAD_CPU_POOL=0`) each
+/// launch starts threads of its own, so more than 3 ran blocks (the check that this test can
+/// tell the two apart).
+fn check_pool(exe: &Path) {
+    let helpers = |pool: &str| -> usize {
+        let run = cmd(exe)
+            .arg("pool")
+            .env("RUST_OFFLOAD_CPU_WORKERS", "4")
+            .env("RUST_OFFLOAD_CPU_POOL", pool)
+            .run();
+        let stdout = run.stdout_utf8();
+        let line = stdout.lines().find_map(|l| l.strip_prefix("pool: ")).expect(&stdout);
+        line.parse().unwrap()
+    };
+    let pooled = helpers("1");
+    assert!((1..=3).contains(&pooled), "{pooled} threads besides the launching one ran blocks");
+    let own = helpers("0");
+    assert!(own > 3, "without the pool, only {own} threads besides the launching one ran blocks");
+}
+
 fn main() {
     let ws = cwd().join("ws");
     let run = cargo_offload(&ws, &["run", "--release", "--offload-arch=host"]);
@@ -272,25 +294,7 @@ fn main() {
     check_results(&stdout);
     assert_eq!(racy_times(&stdout), vec![256.0; 16], "racy saxpy with one worker");
 
-    // Launches of several blocks share them with worker threads that stay from one launch to
-    // the next: over 20 launches with 4 workers, the blocks that the launching thread did not
-    // run ran on 3 threads at most, those of the pool. Without the pool
-    // (`RUST_OFFLOAD_CPU_POOL=0`) each launch starts threads of its own, so more than 3 ran
-    // blocks (the check that this test can tell the two apart).
-    let helpers = |pool: &str| -> usize {
-        let run = cmd(&exe)
-            .arg("pool")
-            .env("RUST_OFFLOAD_CPU_WORKERS", "4")
-            .env("RUST_OFFLOAD_CPU_POOL", pool)
-            .run();
-        let stdout = run.stdout_utf8();
-        let line = stdout.lines().find_map(|l| l.strip_prefix("pool: ")).expect(&stdout);
-        line.parse().unwrap()
-    };
-    let pooled = helpers("1");
-    assert!((1..=3).contains(&pooled), "{pooled} threads besides the launching one ran blocks");
-    let own = helpers("0");
-    assert!(own > 3, "without the pool, only {own} threads besides the launching one ran blocks");
+    check_pool(&exe);
 
     // A work item that panics (an index out of bounds; the crate graph has no panic handler, so
     // the toolchain's reports the panic) stops the program with the panic as a host panic gives
