@@ -74,9 +74,11 @@ verbs:
   dist             the toolchain as a tarball (dist/rust-offload-x86_64-unknown-linux-gnu.tar.xz,
                    built once per toolchain in <cache>/dist) that a user without root unpacks
                    anywhere: `rustup toolchain link offload DIR/rust-offload`, then
-                   `cargo +offload offload ...`; no chroot, namespace or machine `cc`
+                   `cargo +offload offload ...`; no chroot, namespace or machine `cc`; with
+                   rustdoc, clippy, rustfmt, rust-src and rust-analyzer's proc-macro server
   dist-check       only the dist check of `./x.py test`: the tarball unpacked, linked with
-                   rustup and used by `cargo +offload offload` as the user nobody, under strace
+                   rustup and used by `cargo +offload offload`, doc, clippy and fmt as the
+                   user nobody, under strace
   outside          only the outside-the-sysroot checks of `./x.py test`: `cargo offload run`
                    and bundles on this machine's own OS
   fuzz [--seed S] [--first N] [--count N]

@@ -31,6 +31,9 @@
 //! lib/offload/device-sysroot/        the device sysroot (`crate::device_sysroot`)
 //! lib/offload/tools/ldd              the loader's `--list`, for `cargo offload bundle`
 //! ```
+//!
+//! With them, rustup's components: `rustdoc`, clippy, rustfmt, rust-analyzer's proc-macro
+//! server and `rust-src`, laid out as `super::components` says.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -133,13 +136,14 @@ fn tarball_name() -> String {
 /// tarball's path; prints its size.
 pub fn ensure(project: &Path, cache: &Cache) -> Result<PathBuf> {
     crate::stages::build(project, cache)?;
+    let components = super::components::ensure(cache)?;
     // Nothing of the toolchain may change while it is copied.
     let _copying = ToolchainLock::take(cache, STEP, Use::Run)?;
     let out = cache.root.join("dist");
     let folder = out.join(FOLDER);
     let tarball = out.join(tarball_name());
     let stamp = out.join("stamp");
-    let identity = identity(cache);
+    let identity = identity(cache, &components);
     if tarball.exists() && fs::read_to_string(&stamp).ok().as_deref() == Some(identity.as_str()) {
         say(STEP, format!("{} is up to date", tarball.display()));
         return Ok(tarball);
@@ -148,8 +152,8 @@ pub fn ensure(project: &Path, cache: &Cache) -> Result<PathBuf> {
     let _ = fs::remove_file(&stamp);
     let timer = Timer::start(STEP, format!("the toolchain folder {}", folder.display()));
     let _ = fs::remove_dir_all(&folder);
-    assemble(cache, &folder)?;
-    strip(cache, &folder)?;
+    let programs = assemble(cache, &folder, &components)?;
+    strip(cache, &folder, &programs)?;
     timer.done();
     let timer = Timer::start(STEP, format!("the tarball {}", tarball.display()));
     let _ = fs::remove_file(&tarball);
@@ -180,8 +184,9 @@ pub fn ensure(project: &Path, cache: &Cache) -> Result<PathBuf> {
 /// loader, the C library and LLVM's tools and runtime come from there), and the name, size
 /// and modification time of every other file it copies that the stamps do not cover (the
 /// tools that `cargo offload` runs, the report library, NVIDIA's tools, cargo, the GPU
-/// targets' libraries), and a hash of this file, whose code decides the layout.
-fn identity(cache: &Cache) -> String {
+/// targets' libraries, the `components`: [`super::components::ensure`]), and a hash of this
+/// file and of `components.rs`, whose code decides the layout.
+fn identity(cache: &Cache, components: &[(&str, PathBuf)]) -> String {
     use std::hash::{DefaultHasher, Hash, Hasher};
     let libraries = fs::read_to_string(device_sysroot(cache).join("stamp")).unwrap_or_default();
     let packages = fs::read_to_string(cache.sysroot_stamp()).unwrap_or_default();
@@ -195,6 +200,7 @@ fn identity(cache: &Cache) -> String {
         cuda.join("nvlink"),
         stage0_toolchain().join("bin/cargo"),
     ];
+    files.extend(components.iter().map(|(_, path)| path.clone()));
     for target in offload_targets::gpu_targets() {
         let lib = gpu_sysroot(cache).join(format!("lib/rustlib/{}/lib", target.triple));
         let mut rlibs: Vec<PathBuf> =
@@ -212,6 +218,7 @@ fn identity(cache: &Cache) -> String {
         .collect();
     let mut layout = DefaultHasher::new();
     include_str!("dist.rs").hash(&mut layout);
+    include_str!("components.rs").hash(&mut layout);
     format!(
         "{libraries}\npackages:\n{packages}\n{}\nlayout {:016x}\n",
         facts.join("\n"),
@@ -220,8 +227,9 @@ fn identity(cache: &Cache) -> String {
 }
 
 /// Strips the debug information of the toolchain's own programs and libraries, with the
-/// sysroot's `llvm-strip` (started by the sysroot's loader); symbols stay.
-fn strip(cache: &Cache, folder: &Path) -> Result<()> {
+/// sysroot's `llvm-strip` (started by the sysroot's loader), with the component `programs`;
+/// symbols stay.
+fn strip(cache: &Cache, folder: &Path, programs: &[PathBuf]) -> Result<()> {
     let sysroot = cache.sysroot();
     let offload = folder.join("lib/offload");
     let mut files: Vec<PathBuf> = read_dir(&folder.join("lib"))?
@@ -233,6 +241,7 @@ fn strip(cache: &Cache, folder: &Path) -> Result<()> {
         files.push(offload.join("bin").join(program));
     }
     files.push(offload.join("lib/liboffload_report.so"));
+    files.extend(programs.iter().cloned());
     let llvm = sysroot.join(SYSROOT_LLVM_BIN.trim_start_matches('/'));
     let libs = std::env::join_paths([
         sysroot.join("usr/lib/x86_64-linux-gnu"),
@@ -250,8 +259,9 @@ fn size(path: &Path) -> u64 {
     fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
-/// Writes the toolchain into `folder` (see the module's layout).
-fn assemble(cache: &Cache, folder: &Path) -> Result<()> {
+/// Writes the toolchain into `folder` (see the module's layout), with the `components`
+/// ([`super::components::assemble`]); returns the component programs' paths in `folder`.
+fn assemble(cache: &Cache, folder: &Path, components: &[(&str, PathBuf)]) -> Result<Vec<PathBuf>> {
     let sysroot = cache.sysroot();
     let stage1 = cache.stage1();
     let offload = folder.join("lib/offload");
@@ -264,6 +274,13 @@ fn assemble(cache: &Cache, folder: &Path) -> Result<()> {
         }
     }
     let host_lib = format!("lib/rustlib/{HOST}/lib");
+    let has_std = read_dir(&stage1.join(&host_lib))?.iter().any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        name.starts_with("libstd-") && name.ends_with(".rlib")
+    });
+    if !has_std {
+        return fail(STEP, format!("the stage-1 sysroot has no `std` in {host_lib}"));
+    }
     copy_tree(&stage1.join(&host_lib), &folder.join(&host_lib))?;
     for target in offload_targets::gpu_targets() {
         let rel = format!("lib/rustlib/{}/lib", target.triple);
@@ -292,7 +309,9 @@ fn assemble(cache: &Cache, folder: &Path) -> Result<()> {
     // The loader and every library that those programs load, the offload runtime and the files
     // of a link.
     let llvm_lib = llvm_bin.join("../lib");
+    let programs = super::components::assemble(components, &cache.tree(), folder)?;
     let mut elves: Vec<PathBuf> = vec![stage1.join("bin/rustc"), report];
+    elves.extend(components.iter().map(|(_, path)| path.clone()));
     elves.extend(LLVM_TOOLS.iter().map(|(_, program)| llvm_bin.join(program)));
     for (file, link_name) in RUNTIME {
         copy(&llvm_lib.join(file), &lib.join(file))?;
@@ -314,7 +333,8 @@ fn assemble(cache: &Cache, folder: &Path) -> Result<()> {
     for (name, text) in LINK_SCRIPTS {
         write(&lib.join(name), text, 0o644)?;
     }
-    write_scripts(folder)
+    write_scripts(folder)?;
+    Ok(programs)
 }
 
 /// The start scripts (see the module's layout). Each finds the folder from its own path.
@@ -438,7 +458,7 @@ fn symlink(target: &str, link: &Path) -> Result<()> {
 }
 
 /// Writes `text` to `path` with the permissions `mode`.
-fn write(path: &Path, text: &str, mode: u32) -> Result<()> {
+pub(crate) fn write(path: &Path, text: &str, mode: u32) -> Result<()> {
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent).at(STEP, parent)?;
     }

@@ -21,6 +21,18 @@
 //!    (`CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=cc`, into a target folder of its own) is
 //!    refused with an error that names the variable: that linker would give the program the
 //!    machine's loader beside the toolchain's C library, and it could not start.
+//! 7. rustup's components: `cargo +offload doc` documents the kernel library, `cargo +offload
+//!    test --doc` runs its doctest (linked by the toolchain's linker), `cargo +offload clippy`
+//!    lints the workspace (`-W clippy::pedantic`, whose lints it must print), `cargo +offload
+//!    fmt --check` passes on the workspace (formatted with its `rustfmt.toml`) and fails with a
+//!    diff at 50 columns;
+//! 8. `cargo +offload check` and `cargo +offload clippy` of `bad-launch` (a launch with the
+//!    kernel's arguments in another order) fail, naming the kernel and the types, without
+//!    `cargo offload`;
+//! 9. `cargo offload run` with a logging `RUSTC_WRAPPER` (`log-rustc`, written by the check)
+//!    runs the user's wrapper for the edited program and gives the right results;
+//! 10. what rust-analyzer uses: its proc-macro server starts (`--version`), and the library
+//!     sources lie where it looks for them, under `rustc +offload --print sysroot`.
 //!
 //! All of it runs under `strace -f`, tracing `unshare`, `setns`, `chroot`, `pivot_root`, the
 //! mount calls old and new (`mount`, `umount2`, `fsopen`, `fsmount`, `move_mount`, `open_tree`,
@@ -52,7 +64,7 @@ const CLONES: &str = "clone,clone3";
 /// The steps, each `name: command`, run in order in the workspace by `sh` as `nobody` (or the
 /// user without root); each
 /// writes `<name>.out`, `<name>.err` and `<name>.status` into the check's folder.
-const STEPS: [(&str, &str); 7] = [
+const STEPS: [(&str, &str); 16] = [
     ("rustc", "rustc +offload -vV"),
     ("run", "cargo +offload offload run --offline --release --offload-arch=host -- 1000"),
     ("test", "cargo +offload offload test --offline --release --offload-arch=host"),
@@ -66,6 +78,26 @@ const STEPS: [(&str, &str); 7] = [
         "user-linker",
         "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER=cc CARGO_TARGET_DIR=\"$T/linker-target\" \
          cargo +offload offload build --offline --release --offload-arch=host",
+    ),
+    ("doc", "cargo +offload doc --offline --no-deps && ls target/doc/kernels/fn.blocks.html"),
+    ("doctest", "cargo +offload test --offline --doc -p kernels"),
+    ("clippy", "cargo +offload clippy --offline -- -W clippy::pedantic"),
+    ("fmt", "cargo +offload fmt --check"),
+    ("fmt-narrow", "cargo +offload fmt --check -- --config max_width=50"),
+    ("bad-launch", "cd bad-launch && cargo +offload check --offline"),
+    ("bad-launch-clippy", "cd bad-launch && cargo +offload clippy --offline"),
+    (
+        "rust-analyzer",
+        "RUST_ANALYZER_INTERNALS_DO_NOT_USE=1 \
+         \"$T/rust-offload/libexec/rust-analyzer-proc-macro-srv\" --version && \
+         ls \"$(rustc +offload --print sysroot)/lib/rustlib/src/rust/library/core/src/\
+         offload/mod.rs\"",
+    ),
+    (
+        "wrapper",
+        "touch app/src/main.rs && RUSTC_WRAPPER=\"$T/log-rustc\" cargo +offload offload run \
+         --offline --release --offload-arch=host -- 300 && grep -o -m1 -e '--crate-name app' \
+         \"$T/rustc-wrapper.log\"",
     ),
 ];
 
@@ -130,6 +162,9 @@ fn lay_out(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
     }
     copy(tarball, &work.join("toolchain.tar.xz"))?;
     copy_tree(&project.join("src/tools/offload-x/dist-check"), &work.join("ws"))?;
+    let wrapper = "#!/bin/sh\n# The check's RUSTC_WRAPPER: logs each compiler run, then runs it.\n\
+                   echo \"$*\" >> \"$(dirname \"$0\")/rustc-wrapper.log\"\nexec \"$@\"\n";
+    super::dist::write(&work.join("log-rustc"), wrapper, 0o755)?;
     let mut script = String::from(
         "T=$(pwd -P)\ntar -xJf toolchain.tar.xz || exit 1\n\
          rustup toolchain link offload \"$T/rust-offload\" > link.out 2> link.err || exit 1\n",
@@ -174,7 +209,7 @@ fn run_traced(work: &Path, privileged: bool) -> Result<std::process::ExitStatus>
 fn check_steps(work: &Path, who: &str) -> Result<()> {
     let read = |name: &str| fs::read_to_string(work.join(name)).unwrap_or_default();
     // Each step's name, whether it must succeed, and what it must print.
-    let expected: [(&str, bool, &[&str]); 7] = [
+    let expected: [(&str, bool, &[&str]); 16] = [
         ("rustc", true, &["rustc 1.95.0", "host: x86_64-unknown-linux-gnu"]),
         ("run", true, &["build script: ran", "saxpy: 0 of 1000 wrong", "scale: 0 of 1000 wrong"]),
         ("test", true, &["test tests::kernels_on_the_device ... ok"]),
@@ -185,6 +220,36 @@ fn check_steps(work: &Path, who: &str) -> Result<()> {
             "user-linker",
             false,
             &["would be linked by `cc`", "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER"],
+        ),
+        ("doc", true, &["target/doc/kernels/fn.blocks.html"]),
+        ("doctest", true, &["kernels/src/lib.rs - blocks", "1 passed"]),
+        ("clippy", true, &["implied by `-W clippy::pedantic`"]),
+        ("fmt", true, &[]),
+        ("fmt-narrow", false, &["Diff in "]),
+        (
+            "bad-launch",
+            false,
+            &[
+                "`offload` passes `(&[f32], f32, &mut [f32])` to the kernel `",
+                "saxpy`, which takes `(f32, &[f32], &mut [f32])`",
+            ],
+        ),
+        (
+            "bad-launch-clippy",
+            false,
+            &[
+                "`offload` passes `(&[f32], f32, &mut [f32])` to the kernel `",
+                "saxpy`, which takes `(f32, &[f32], &mut [f32])`",
+            ],
+        ),
+        ("wrapper", true, &["saxpy: 0 of 300 wrong", "--crate-name app"]),
+        (
+            "rust-analyzer",
+            true,
+            &[
+                "rust-analyzer-proc-macro-srv 1.95.0",
+                "lib/rustlib/src/rust/library/core/src/offload/mod.rs",
+            ],
         ),
     ];
     for (name, succeeds, texts) in expected {

@@ -7,7 +7,8 @@
 //! - [`fn@style`] ([`mod@style`]), [`fn@series`] ([`mod@series`]),
 //!   [`fn@outside`] ([`mod@outside`]);
 //! - [`fn@gpu_check`] ([`mod@gpu_check`]), [`fn@dist`] ([`mod@dist`]),
-//!   [`fn@dist_check`] ([`mod@dist_check`]), [`fn@bench`] ([`mod@bench`]);
+//!   [`fn@dist_check`] ([`mod@dist_check`]), [`fn@bench`] ([`mod@bench`]); `dist`'s components
+//!   (rustdoc, clippy, rustfmt, `rust-src`): [`mod@components`];
 //! - [`run_tool`] (`rustc`, `cargo`), [`manifest`] and [`fn@export`] (`export` and `check`).
 //!
 //! A verb starts with the stage it needs ([`crate::stages`]: prepare or build) and builds on the
@@ -19,6 +20,7 @@
 //! anything from here.
 
 pub mod bench;
+pub mod components;
 pub mod dist;
 pub mod dist_check;
 mod export;

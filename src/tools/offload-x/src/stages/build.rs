@@ -20,9 +20,7 @@ pub fn build(project: &Path, cache: &Cache) -> Result<()> {
     // From the first bootstrap invocation to the installed `cargo-offload`, the toolchain is
     // being replaced.
     let _replacing = ToolchainLock::take(cache, "BUILD", Use::Replace)?;
-    let mut targets = vec![HOST.to_string()];
-    targets.extend(offload_targets::gpu_targets().map(|t| t.triple.to_string()));
-    let targets = targets.join(",");
+    let targets = library_targets();
     let timer = Timer::start(
         "BUILD",
         format!(
@@ -36,6 +34,14 @@ pub fn build(project: &Path, cache: &Cache) -> Result<()> {
     crate::cuda::ensure_cuda_tools(cache)?;
     install_cargo_offload(project, cache)?;
     Ok(())
+}
+
+/// The targets of the stage-1 sysroot's libraries, comma-separated: the host and the GPU
+/// targets.
+pub(crate) fn library_targets() -> String {
+    let mut targets = vec![HOST.to_string()];
+    targets.extend(offload_targets::gpu_targets().map(|t| t.triple.to_string()));
+    targets.join(",")
 }
 
 /// Copies the GPU targets' libraries from the stage-1 sysroot to [`gpu_sysroot`].

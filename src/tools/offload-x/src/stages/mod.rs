@@ -11,5 +11,5 @@ mod build;
 mod prepare;
 
 pub use build::build;
-pub(crate) use build::restore_gpu_sysroot;
+pub(crate) use build::{library_targets, restore_gpu_sysroot};
 pub use prepare::{check_machine, prepare};

@@ -7,7 +7,7 @@ use core::offload::offload;
 
 /// The wrong elements of `saxpy(2, i, 1)` and `scale(i, 0.5)` over `n` elements.
 fn wrong(n: usize) -> (usize, usize) {
-    let blocks = n.div_ceil(128) as u32;
+    let blocks = kernels::blocks(n, 128);
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut y = vec![1.0f32; n];
     offload! {
