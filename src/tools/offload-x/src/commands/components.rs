@@ -1,6 +1,6 @@
-//! The toolchain's components beside the compiler, as rustup's default and common profiles give
-//! them: `rustdoc`, clippy (`cargo-clippy`, `clippy-driver`), rustfmt (`rustfmt`,
-//! `cargo-fmt`), rust-analyzer's proc-macro server and the library sources (`rust-src`). Each
+//! The toolchain's components beside the compiler: those of rustup's default profile (`rustdoc`,
+//! clippy with `cargo-clippy` and `clippy-driver`, rustfmt with `cargo-fmt`), the library
+//! sources (rustup's `rust-src`) and rust-analyzer's proc-macro server. Each
 //! program is built by upstream's bootstrap from the same Debian source tree, against the
 //! stage-1 compiler's `librustc_driver` (the fork's: `core::offload` resolves, and clippy lints
 //! what `cargo check` checks), and goes into the dist folder (`super::dist`) where rustup and
@@ -16,11 +16,12 @@
 //!                                    `clippy-driver` and `rustfmt` beside their own executable:
 //!                                    started by the loader, that is the loader in this folder
 //! libexec/rust-analyzer-proc-macro-srv
-//!                                    a script: the server that rust-analyzer starts to expand
-//!                                    the proc macros built by this toolchain
+//!                                    a script: the server that rust-analyzer starts for proc
+//!                                    macros built by this toolchain
 //! lib/rustlib/src/rust/library       the library sources of the stage-1 toolchain (the fork's
 //!                                    `core::offload` included), which rust-analyzer and
-//!                                    `-Zbuild-std` read
+//!                                    `-Zbuild-std` read, without what upstream's `rust-src`
+//!                                    leaves out ([`RUST_SRC_LEFT_OUT`])
 //! ```
 //!
 //! Built once per compiler (bootstrap's own freshness: about 6 minutes on 2 CPUs after a
@@ -29,7 +30,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::dist::{copy, copy_tree, write};
+use super::dist::{copy, write};
 use crate::bootstrap::bootstrap;
 use crate::cache::Cache;
 use crate::pins::HOST;
@@ -71,27 +72,27 @@ pub fn ensure(cache: &Cache) -> Result<Vec<(&'static str, PathBuf)>> {
     );
     let mut args = vec!["build", "--stage", "1"];
     args.extend(BOOTSTRAP_PATHS);
-    let built = bootstrap(cache, STEP, &args).and_then(|()| {
-        let targets = library_targets();
-        bootstrap(cache, STEP, &["build", "--stage", "1", "library", "--target", &targets])
-    });
+    let tools = bootstrap(cache, STEP, &args);
+    // Also after a failed tools' invocation, which may have reassembled the sysroot already.
+    let targets = library_targets();
+    let libraries =
+        bootstrap(cache, STEP, &["build", "--stage", "1", "library", "--target", &targets]);
     restore_gpu_sysroot(cache)?;
-    built?;
+    tools?;
+    libraries?;
     timer.done();
     let host = cache.build().join(HOST);
     let mut found = Vec::new();
     for name in PROGRAMS.into_iter().chain([PROC_MACRO_SERVER]) {
-        // The tools lie in `stageN-tools-bin`, N the stage of the compiler they run with;
-        // rustdoc as `rustdoc_tool_binary`, which bootstrap copies into the stage-1 sysroot only
-        // while it assembles that for rustdoc (the libraries' invocation leaves it out).
+        // The stage-1 tools lie in `stage1-tools-bin`; rustdoc as `rustdoc_tool_binary`, which
+        // bootstrap copies into the stage-1 sysroot only while it assembles that for rustdoc
+        // (the libraries' invocation leaves it out).
         let file = if name == "rustdoc" { "rustdoc_tool_binary" } else { name };
-        let places = [host.join("stage1-tools-bin"), host.join("stage2-tools-bin")];
-        match places.into_iter().map(|p| p.join(file)).find(|p| p.is_file()) {
-            Some(path) => found.push((name, path)),
-            None => {
-                return fail(STEP, format!("bootstrap built no `{name}` under {}", host.display()));
-            }
+        let path = host.join("stage1-tools-bin").join(file);
+        if !path.is_file() {
+            return fail(STEP, format!("bootstrap built no `{name}` ({})", path.display()));
         }
+        found.push((name, path));
     }
     Ok(found)
 }
@@ -124,19 +125,19 @@ pub fn assemble(built: &[(&str, PathBuf)], tree: &Path, folder: &Path) -> Result
 
 /// The start script of `name` (a program in `lib/offload/bin/`), which lies `up` (`..` for a
 /// script in `bin/`) below the toolchain's folder `$d`: the program started by the toolchain's
-/// loader with the toolchain's libraries, as `bin/rustc` starts the compiler. Rustdoc links
-/// doctests with the toolchain's linker driver, as rustc links programs; `clippy-driver`, which
-/// cargo starts as a wrapper of rustc (`clippy-driver rustc ARGS`) and which links build
-/// scripts, gets the same driver after that first argument. A caller's later `-C linker` wins.
+/// loader with the toolchain's libraries, as `bin/rustc` starts the compiler. `clippy-driver`,
+/// which cargo starts as a wrapper of rustc (`clippy-driver rustc ARGS`, a first argument whose
+/// file stem is `rustc`, as clippy-driver tells it) and which then compiles and links build
+/// scripts itself, gets the toolchain's linker driver after that first argument, as `bin/rustc`
+/// gives it; a caller's later `-C linker` wins. (Rustdoc compiles doctests with the sysroot's
+/// `bin/rustc`, which adds the driver.)
 fn start_script(name: &str, up: &str) -> String {
-    let (head, linker) = match name {
-        "rustdoc" => ("", " -Clinker=\"$d/lib/offload/bin/cc\""),
-        "clippy-driver" => (
-            "case \"${1##*/}\" in rustc) r=$1; shift; set -- \"$r\" \
-             -Clinker=\"$d/lib/offload/bin/cc\" \"$@\";; esac\n",
-            "",
-        ),
-        _ => ("", ""),
+    let head = match name {
+        "clippy-driver" => {
+            "case \"${1##*/}\" in rustc|rustc.*) r=$1; shift; set -- \"$r\" \
+             -Clinker=\"$d/lib/offload/bin/cc\" \"$@\";; esac\n"
+        }
+        _ => "",
     };
     format!(
         "#!/bin/sh\n\
@@ -145,26 +146,45 @@ fn start_script(name: &str, up: &str) -> String {
          l=\"$d/lib/offload/lib\"\n\
          {head}\
          exec \"$l/ld-linux-x86-64.so.2\" --library-path \"$d/lib:$l\" --argv0 \"$0\" \\\n\
-         \x20   \"$d/lib/offload/bin/{name}\"{linker} \"$@\"\n"
+         \x20   \"$d/lib/offload/bin/{name}\" \"$@\"\n"
     )
 }
 
-/// Copies the library sources `from` (the tree's `library/`) to `to`, leaving out what no
-/// reader of `rust-src` needs: build outputs (`target/`).
+/// What upstream's `rust-src` leaves out of `library/` (bootstrap's `dist` step, as of the
+/// pinned commit): folders with links that rustup cannot unpack, and `stdarch`'s test crates,
+/// which building the standard library does not need.
+const RUST_SRC_LEFT_OUT: [&str; 4] = [
+    "backtrace/crates",
+    "stdarch/Cargo.toml",
+    "stdarch/crates/stdarch-verify",
+    "stdarch/crates/intrinsic-test",
+];
+
+/// Copies the library sources `from` (the tree's `library/`) to `to`, without
+/// [`RUST_SRC_LEFT_OUT`], build outputs (`target/`), editors' backups (`*~`) and the `*.orig`
+/// files that Debian's patching leaves.
 fn copy_sources(from: &Path, to: &Path) -> Result<()> {
     if !from.join("Cargo.toml").is_file() {
         return fail(STEP, format!("no library sources at {}", from.display()));
     }
-    for entry in fs::read_dir(from).into_iter().flatten().flatten() {
-        let path = entry.path();
+    copy_sources_under(from, Path::new(""), to)
+}
+
+/// [`copy_sources`] of the folder `relative` under `root`.
+fn copy_sources_under(root: &Path, relative: &Path, to: &Path) -> Result<()> {
+    let dir = root.join(relative);
+    for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
         let name = entry.file_name();
-        if name == "target" {
+        let path = relative.join(&name);
+        let text = name.to_string_lossy();
+        let left_out = RUST_SRC_LEFT_OUT.iter().any(|p| Path::new(p) == path);
+        if left_out || text == "target" || text.ends_with('~') || text.ends_with(".orig") {
             continue;
         }
-        if path.is_dir() {
-            copy_tree(&path, &to.join(&name))?;
+        if entry.path().is_dir() {
+            copy_sources_under(root, &path, to)?;
         } else {
-            copy(&path, &to.join(&name))?;
+            copy(&entry.path(), &to.join(&path))?;
         }
     }
     Ok(())
@@ -194,27 +214,68 @@ mod tests {
 
     #[test]
     fn start_scripts_add_the_linker_where_the_program_links() {
-        let root = std::env::temp_dir().join(format!("offload-components-{}", std::process::id()));
+        // A space in the folder's name: every path in the scripts is quoted.
+        let root = std::env::temp_dir().join(format!("offload components {}", std::process::id()));
         let root = {
             fs::create_dir_all(&root).unwrap();
             root.canonicalize().unwrap()
         };
         let cc = format!("-Clinker={}/lib/offload/bin/cc", root.display());
         let program = |name: &str| format!("{}/lib/offload/bin/{name}", root.display());
-        // Cargo starts clippy-driver as a wrapper: `clippy-driver <rustc> ARGS`.
-        let wrapped = started_with(&root, "clippy-driver", &["/x/rustc", "--crate-name", "app"]);
-        let at = wrapped.iter().position(|a| *a == program("clippy-driver")).unwrap();
-        assert_eq!(wrapped[at + 1..], ["/x/rustc", &cc, "--crate-name", "app"]);
+        // Cargo starts clippy-driver as a wrapper: `clippy-driver <rustc> ARGS`, with `rustc`
+        // as cargo found it (a bare name on `PATH`, a path, a renamed rustc).
+        for rustc in ["rustc", "/x/rustc", "/x/rustc.real"] {
+            let wrapped = started_with(&root, "clippy-driver", &[rustc, "--crate-name", "app"]);
+            let at = wrapped.iter().position(|a| *a == program("clippy-driver")).unwrap();
+            assert_eq!(wrapped[at + 1..], [rustc, &cc, "--crate-name", "app"]);
+        }
         // Not as a wrapper: the arguments as given.
-        let direct = started_with(&root, "clippy-driver", &["-vV"]);
-        assert_eq!(direct.last().map(String::as_str), Some("-vV"));
-        assert!(!direct.contains(&cc), "{direct:?}");
-        // Rustdoc links doctests: the linker first, so that a caller's `-C linker` wins.
-        let rustdoc = started_with(&root, "rustdoc", &["--test", "lib.rs"]);
-        let at = rustdoc.iter().position(|a| *a == program("rustdoc")).unwrap();
-        assert_eq!(rustdoc[at + 1..], [&cc, "--test", "lib.rs"]);
-        let rustfmt = started_with(&root, "rustfmt", &["--check"]);
-        assert!(!rustfmt.contains(&cc) && rustfmt.last().unwrap() == "--check");
+        for direct in [&["-vV"][..], &["/x/rustcx", "-vV"]] {
+            let args = started_with(&root, "clippy-driver", direct);
+            let at = args.iter().position(|a| *a == program("clippy-driver")).unwrap();
+            assert_eq!(args[at + 1..], *direct);
+        }
+        for name in ["rustdoc", "rustfmt"] {
+            let args = started_with(&root, name, &["--check", "a b.rs"]);
+            let at = args.iter().position(|a| *a == program(name)).unwrap();
+            assert_eq!(args[at + 1..], ["--check", "a b.rs"], "{name}");
+        }
+        let _ = fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn rust_src_leaves_out_what_upstream_leaves_out() {
+        let root = std::env::temp_dir().join(format!("offload-rust-src-{}", std::process::id()));
+        let (library, out) = (root.join("library"), root.join("out"));
+        let files = [
+            "Cargo.toml",
+            "core/src/offload/mod.rs",
+            "stdarch/crates/core_arch/src/lib.rs",
+            "stdarch/crates/intrinsic-test/src/main.rs",
+            "stdarch/Cargo.toml",
+            "backtrace/crates/x/lib.rs",
+            "backtrace/src/lib.rs",
+            "Cargo.lock.orig",
+            "std/src/lib.rs~",
+            "target/debug/x",
+        ];
+        for file in files {
+            let path = library.join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, file).unwrap();
+        }
+        copy_sources(&library, &out).unwrap();
+        let kept: Vec<&str> = files.into_iter().filter(|f| out.join(f).is_file()).collect();
+        assert_eq!(
+            kept,
+            [
+                "Cargo.toml",
+                "core/src/offload/mod.rs",
+                "stdarch/crates/core_arch/src/lib.rs",
+                "backtrace/src/lib.rs"
+            ]
+        );
+        assert!(copy_sources(&root.join("missing"), &out).is_err());
         let _ = fs::remove_dir_all(&root);
     }
 }

@@ -31,8 +31,9 @@
 //!    `cargo offload`;
 //! 9. `cargo offload run` with a logging `RUSTC_WRAPPER` (`log-rustc`, written by the check)
 //!    runs the user's wrapper for the edited program and gives the right results;
-//! 10. what rust-analyzer uses: its proc-macro server starts (`--version`), and the library
-//!     sources lie where it looks for them, under `rustc +offload --print sysroot`.
+//! 10. what rust-analyzer uses: its proc-macro server starts (`--version` only: no macro is
+//!     expanded), and the library sources lie where it looks for them, under `rustc +offload
+//!     --print sysroot`.
 //!
 //! All of it runs under `strace -f`, tracing `unshare`, `setns`, `chroot`, `pivot_root`, the
 //! mount calls old and new (`mount`, `umount2`, `fsopen`, `fsmount`, `move_mount`, `open_tree`,
@@ -163,7 +164,8 @@ fn lay_out(project: &Path, tarball: &Path, work: &Path) -> Result<()> {
     copy(tarball, &work.join("toolchain.tar.xz"))?;
     copy_tree(&project.join("src/tools/offload-x/dist-check"), &work.join("ws"))?;
     let wrapper = "#!/bin/sh\n# The check's RUSTC_WRAPPER: logs each compiler run, then runs it.\n\
-                   echo \"$*\" >> \"$(dirname \"$0\")/rustc-wrapper.log\"\nexec \"$@\"\n";
+                   printf '%s\\n' \"$*\" >> \"$(dirname \"$0\")/rustc-wrapper.log\"\n\
+                   exec \"$@\"\n";
     super::dist::write(&work.join("log-rustc"), wrapper, 0o755)?;
     let mut script = String::from(
         "T=$(pwd -P)\ntar -xJf toolchain.tar.xz || exit 1\n\

@@ -69,6 +69,10 @@ const RUSTFMT_IGNORED_TESTS: &[&str] = &[
     "tests/ui-fulldeps/",
 ];
 
+/// The subtrees that upstream's `rustfmt.toml` leaves to their own repositories' settings, where
+/// a patch touches them (clippy's `max_width` is 120): patch 0028 changes clippy's driver.
+const RUSTFMT_IGNORED_SUBTREES: &[&str] = &["src/tools/clippy/"];
+
 /// Patched crate roots that rustfmt cannot check: given a file, rustfmt formats its modules
 /// too, and `core`'s take in `stdarch` and `portable-simd` by `#[path]`, `std`'s `backtrace`,
 /// which upstream's `rustfmt.toml` ignores (their repositories format them with their own
@@ -77,11 +81,12 @@ const RUSTFMT_IGNORED_TESTS: &[&str] = &[
 const RUSTFMT_UNCHECKABLE_ROOTS: &[&str] = &["library/core/src/lib.rs", "library/std/src/lib.rs"];
 
 /// Whether upstream's rustfmt configuration formats `path` (a tree path): every Rust file but
-/// those of [`RUSTFMT_IGNORED_TESTS`] (for us: the UI tests, whose `//~` annotations name lines)
-/// and [`RUSTFMT_UNCHECKABLE_ROOTS`].
+/// those of [`RUSTFMT_IGNORED_TESTS`] (for us: the UI tests, whose `//~` annotations name lines),
+/// [`RUSTFMT_IGNORED_SUBTREES`] and [`RUSTFMT_UNCHECKABLE_ROOTS`].
 fn rustfmt_applies(path: &str) -> bool {
     path.ends_with(".rs")
         && !RUSTFMT_IGNORED_TESTS.iter().any(|p| path.starts_with(p))
+        && !RUSTFMT_IGNORED_SUBTREES.iter().any(|p| path.starts_with(p))
         && !RUSTFMT_UNCHECKABLE_ROOTS.contains(&path)
 }
 
@@ -495,6 +500,7 @@ mod tests {
         assert!(rustfmt_applies("tests/codegen-llvm/gpu_offload_manifest/agree.rs"));
         assert!(!rustfmt_applies("tests/ui/offload-manifest/kernel-signature.rs"));
         assert!(!rustfmt_applies("compiler/rustc/Cargo.toml"));
+        assert!(!rustfmt_applies("src/tools/clippy/src/driver.rs"));
     }
 
     #[test]
