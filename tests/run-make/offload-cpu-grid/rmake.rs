@@ -304,9 +304,16 @@ fn main() {
     cargo_offload(&ws, &["build", "--offload-arch=host"]);
     check_panic_line(&ws.join("target/offload/host/x86_64-unknown-linux-gnu/debug/app"));
 
-    // The CPU image's block-shared statics are thread-locals, uninitialized (`.tbss`), and
-    // every thread-local of the image is local-dynamic or general-dynamic: an image loaded
-    // with `dlopen` has no room for kilobytes of initial-exec ones.
+    check_cpu_image_thread_locals(&ws);
+    check_barrier_misuse(&exe);
+    check_faults(&exe);
+    check_gpu_images(&ws);
+}
+
+/// The CPU image's block-shared statics are thread-locals, uninitialized (`.tbss`), and every
+/// thread-local of the image is local-dynamic or general-dynamic: an image loaded with `dlopen`
+/// has no room for kilobytes of initial-exec ones. `ws`: the built workspace.
+fn check_cpu_image_thread_locals(ws: &Path) {
     let so = ws.join("target/offload/images/host.so");
     let symbols = cmd(llvm_tool("llvm-readelf")).args(["-s", "-W"]).arg(&so).run().stdout_utf8();
     for name in ["7PARTIAL", "6TILE_A", "6TILE_B"] {
@@ -319,9 +326,11 @@ fn main() {
     assert!(sections.contains(".tbss") && !sections.contains(".offload.block_shared"));
     let relocations = cmd(llvm_tool("llvm-readelf")).arg("-r").arg(&so).run().stdout_utf8();
     assert!(!relocations.contains("R_X86_64_TPOFF"), "initial-exec thread-locals:\n{relocations}");
+}
 
-    // Thread 0 of each block returns before the barrier: the program stops, naming the kernel
-    // and a block, by `SIGABRT`, and the launch never returns.
+/// Thread 0 of each block returns before the barrier: the program (`exe`) stops, naming the
+/// kernel and a block, by `SIGABRT`, and the launch never returns.
+fn check_barrier_misuse(exe: &Path) {
     let failed = cmd(&exe).arg("barrier").run_fail();
     let stderr = failed.stderr_utf8();
     let line = stderr
@@ -336,10 +345,12 @@ fn main() {
     );
     assert!(!failed.stdout_utf8().contains("the launch returned"));
     assert_eq!(failed.status().signal(), Some(6), "{:?}", failed.status());
+}
 
-    // A work item that overflows its stack (in a kernel with barriers, whose work items have
-    // stacks of their own) or writes where no memory is: one line that names it and the cause,
-    // then the program ends by `SIGSEGV`, as without the line.
+/// A work item that overflows its stack (in a kernel with barriers, whose work items have stacks
+/// of their own) or writes where no memory is: one line that names it and the cause, then the
+/// program (`exe`) ends by `SIGSEGV`, as without the line.
+fn check_faults(exe: &Path) {
     let overflow_place =
         "block (1, 0, 0) thread (3, 0, 0) of its launch over blocks [2, 1, 1] of threads [8, 1, 1]";
     let overflow_cause = "(signal 11: the work item overflowed its stack, which has 252 KiB on \
@@ -366,10 +377,13 @@ fn main() {
             assert_eq!(failed.status().signal(), Some(11), "{mode}: {:?}", failed.status());
         }
     }
+}
 
-    // The GPU images of the same kernels: `cargo offload` has each pass the vendor tools.
+/// The GPU images of the same kernels (a copy of `ws`): `cargo offload` has each pass the vendor
+/// tools.
+fn check_gpu_images(ws: &Path) {
     let gpu = cwd().join("gpu");
-    copy_dir(&ws, &gpu);
+    copy_dir(ws, &gpu);
     cargo_offload(&gpu, &["build", "--release", "--offload-arch=gfx90a,sm_90"]);
     let images = gpu.join("target/offload/images");
     let ptx = ptx_kernels(&rfs::read_to_string(images.join("sm_90.ptx")));
