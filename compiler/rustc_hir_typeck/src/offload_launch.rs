@@ -20,14 +20,19 @@
 //! (`&[f32; 64]` to `&[f32]`), a reborrow of a `&mut` (so the launch does not move it), `&mut T`
 //! to `*mut T`. The tuple then has the kernel's parameter types, so the launch maps what the
 //! kernel reads (the elements of a `&Vec<f32>`, never the `Vec`'s header). An element that
-//! does not coerce keeps its type, and the launch check judges it as before.
+//! does not coerce keeps its type, and the launch check judges it as before. An element whose
+//! own type a call would infer from its parameter (an `if`, `match`, block, tuple or array
+//! expression, such as `if c { &v } else { &a }` with a `Vec` and an array for a `&[f32]`
+//! parameter, or `(1.5, 2)` for an `(f32, u32)` one) is checked with the parameter as its
+//! expected type instead, so that each branch or element coerces to it; a mismatch inside it
+//! is then a type error (E0308), as in a call.
 //!
 //! `core::intrinsics::offload`, rustc 1.95's form of the launch, gets the coercions, but not
-//! the equating or a literal's parameter type: code that 1.95 accepts keeps the types 1.95
-//! gives it (an `i32` literal for a `u32` parameter, which the launch check accepts, stays
-//! `i32`; a negative one still compiles). What the launch check accepted before keeps its
-//! meaning: a `&mut T` coerced to a `*mut T` parameter is the same pointer, mapped by the
-//! parameter's type as before.
+//! the equating, the expected types or a literal's parameter type: code that 1.95 accepts keeps
+//! the types 1.95 gives it (an `i32` literal for a `u32` parameter, which the launch check
+//! accepts, stays `i32`; a negative one still compiles). What the launch check accepted before
+//! keeps its meaning: a `&mut T` coerced to a `*mut T` parameter is the same pointer, mapped by
+//! the parameter's type as before.
 
 use std::iter;
 
@@ -145,6 +150,16 @@ pub(crate) struct OffloadLaunchParams<'tcx> {
 }
 
 impl<'tcx> OffloadLaunchParams<'tcx> {
+    /// The kernel's parameter at `index` as the expected type of `arg`, the argument tuple's
+    /// element there, when `arg` is an expression whose type a call infers from its parameter
+    /// ([`infers_from_parameter`]): checked against it, each of its branches or elements coerces
+    /// to it. `None` for other expressions, which [`Self::coerce`] coerces once they are
+    /// checked, and in a 1.95 launch, whose elements keep the types that 1.95 gives them (see
+    /// the module's documentation).
+    pub(crate) fn expected_type(&self, index: usize, arg: &hir::Expr<'_>) -> Option<Ty<'tcx>> {
+        (!self.is_intrinsic && infers_from_parameter(arg)).then(|| self.params[index])
+    }
+
     /// Coerces `arg`, the argument tuple's element at `index`, of the checked type `arg_ty`,
     /// to the kernel's parameter at `index` where it coerces, as a call's argument is, and
     /// returns the parameter's type; returns `arg_ty` where it does not coerce, or where it is
@@ -167,5 +182,21 @@ impl<'tcx> OffloadLaunchParams<'tcx> {
             });
         }
         fcx.coerce(arg, arg_ty, param, AllowTwoPhase::No, None).unwrap_or(arg_ty)
+    }
+}
+
+/// Whether `expr`'s type is inferred from its expected type in ways that checking it alone and
+/// coercing the result afterwards cannot give: branches or elements that each coerce (`if`,
+/// `match`, a loop's `break` values, a tuple, an array). A block counts as its tail expression,
+/// so that wrapping an argument in `{ }` or `unsafe { }` does not change how it is checked.
+fn infers_from_parameter(expr: &hir::Expr<'_>) -> bool {
+    match expr.kind {
+        hir::ExprKind::If(..)
+        | hir::ExprKind::Match(..)
+        | hir::ExprKind::Loop(..)
+        | hir::ExprKind::Tup(..)
+        | hir::ExprKind::Array(..) => true,
+        hir::ExprKind::Block(block, _) => block.expr.is_some_and(infers_from_parameter),
+        _ => false,
     }
 }

@@ -1,6 +1,7 @@
 //! Launches written as direct calls of their kernels are written: `Vec`s, `Box`es, arrays and
 //! `String`s for slice and `str` parameters, `&mut` references passed twice (reborrowed, not
-//! moved), float literals for `f32`, a kernel declared inside `main`, and rustc 1.95's
+//! moved), float literals for `f32`, a kernel declared inside `main`, `if`, `match` and block
+//! arguments with branches of two types and a nested tuple, and rustc 1.95's
 //! `core::intrinsics::offload` with a `&Vec`. Each result is compared with the host's.
 
 #![feature(gpu_offload, core_intrinsics)]
@@ -98,6 +99,52 @@ fn main() {
     );
     let right = v.iter().enumerate().all(|(i, &s)| s == (i * i) as u32);
     println!("nested: {}", if right { "right" } else { "wrong" });
+
+    // `if`, `match` and block arguments, each branch coerced to the parameter as a call's
+    // argument would be (a `&Vec` in one branch, an array in the other), and a nested tuple whose
+    // literals take the types of the tuple parameter's fields (a tuple of two scalars would be
+    // passed as two values, which a launch refuses: this one is passed in memory).
+    let ones = [1.0f32; N];
+    let mut w = vec![0.0f32; N];
+    for pick in [true, false] {
+        offload!(
+            kernel = saxpy,
+            workgroup_dim = blocks(N),
+            thread_dim = [256, 1, 1],
+            args = (if pick { 1.0 } else { 2.0 }, if pick { &x } else { &ones }, &mut w)
+        );
+    }
+    offload!(
+        kernel = saxpy,
+        workgroup_dim = blocks(N),
+        thread_dim = [256, 1, 1],
+        args = (
+            match w.len() {
+                0 => 0.0,
+                _ => 0.5,
+            },
+            { if N > 0 { &x } else { &ones } },
+            &mut w
+        )
+    );
+    #[offload_kernel]
+    fn scaled(p: (f32, u32, [f32; 4]), y: &mut [f32]) {
+        let i = index();
+        if i < y.len() {
+            y[i] *= p.0 * p.1 as f32 + p.2[i % 4];
+        }
+    }
+    offload!(
+        kernel = scaled,
+        workgroup_dim = blocks(N),
+        thread_dim = [256, 1, 1],
+        args = ((0.5, 4, [0.0; 4]), &mut w)
+    );
+    let right = w.iter().enumerate().all(|(i, &s)| {
+        let i = i as f32;
+        s == (0.0 + 1.0 * i + 2.0 * 1.0 + 0.5 * i) * (0.5 * 4.0 + 0.0)
+    });
+    println!("branches: {}", if right { "right" } else { "wrong" });
 
     // rustc 1.95's launch, with a `&Vec<f32>` and a `&mut Vec<f32>`.
     let mut z = vec![0.0f32; N];
