@@ -6,7 +6,7 @@
 //@ needs-offload
 //@ edition: 2024
 //@ compile-flags: -Zunstable-options
-//@ compile-flags: -Zoffload=HostMetadata={{build-base}}/offload-manifest/launch-unsafe-kernel-unnamed.json
+//@ compile-flags: -Zoffload=HostMetadata={{build-base}}/offload-manifest/unsafe-unnamed.json
 
 #![feature(gpu_offload, tuple_trait)]
 #![crate_type = "lib"]

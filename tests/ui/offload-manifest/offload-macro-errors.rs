@@ -2,7 +2,7 @@
 // `kernel` and `args` required, each field once, separated by commas, `args` a tuple literal;
 // `#[offload_kernel]` applies to a non-associated function (on a method the error says how to
 // make it one) and takes no arguments. A negative `device` literal is refused (a device number
-// is 0 or more; without it, the default device); `-0` and `- -1` are not negative. Each misuse is a compile error that says what
+// is 0 or more; without it, the default device). Each misuse is a compile error that says what
 // to write instead. (Without `stmt_expr_attributes`, rustc refuses it on a statement first.)
 
 //@ edition: 2024
@@ -45,7 +45,7 @@ pub fn launches(x: &mut [f32]) {
     //~^ ERROR `offload!` expects `,` after the value of `args`
     offload! { kernel = scale, device = -1, args = (&mut *x, 2.0f32) };
     //~^ ERROR `device` of `offload!` must not be negative
-    // Not negative: device 0, and device 1.
+    // `-0` and `- -1` are not negative: device 0, and device 1.
     offload! { kernel = scale, device = -0, args = (&mut *x, 2.0f32) };
     offload! { kernel = scale, device = - -1, args = (&mut *x, 2.0f32) };
 }

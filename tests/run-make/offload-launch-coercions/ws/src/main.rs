@@ -100,10 +100,20 @@ fn main() {
     let right = v.iter().enumerate().all(|(i, &s)| s == (i * i) as u32);
     println!("nested: {}", if right { "right" } else { "wrong" });
 
-    // `if`, `match` and block arguments, each branch coerced to the parameter as a call's
-    // argument would be (a `&Vec` in one branch, an array in the other), and a nested tuple whose
-    // literals take the types of the tuple parameter's fields (a tuple of two scalars would be
-    // passed as two values, which a launch refuses: this one is passed in memory).
+    branches(&x);
+
+    // rustc 1.95's launch, with a `&Vec<f32>` and a `&mut Vec<f32>`.
+    let mut z = vec![0.0f32; N];
+    core::intrinsics::offload::<_, _, ()>(saxpy, blocks(N), [256, 1, 1], (1.5f32, &x, &mut z));
+    let right = z.iter().enumerate().all(|(i, &s)| s == 1.5 * i as f32);
+    println!("intrinsic: {}", if right { "right" } else { "wrong" });
+}
+
+/// `if`, `match` and block arguments, each branch coerced to the parameter as a call's
+/// argument would be (a `&Vec` in one branch, an array in the other), and a nested tuple whose
+/// literals take the types of the tuple parameter's fields (a tuple of two scalars would be
+/// passed as two values, which a launch refuses: this one is passed in memory).
+fn branches(x: &Vec<f32>) {
     let ones = [1.0f32; N];
     let mut w = vec![0.0f32; N];
     for pick in [true, false] {
@@ -111,7 +121,7 @@ fn main() {
             kernel = saxpy,
             workgroup_dim = blocks(N),
             thread_dim = [256, 1, 1],
-            args = (if pick { 1.0 } else { 2.0 }, if pick { &x } else { &ones }, &mut w)
+            args = (if pick { 1.0 } else { 2.0 }, if pick { x } else { &ones }, &mut w)
         );
     }
     offload!(
@@ -123,7 +133,7 @@ fn main() {
                 0 => 0.0,
                 _ => 0.5,
             },
-            { if N > 0 { &x } else { &ones } },
+            { if N > 0 { x } else { &ones } },
             &mut w
         )
     );
@@ -145,10 +155,4 @@ fn main() {
         s == (0.0 + 1.0 * i + 2.0 * 1.0 + 0.5 * i) * (0.5 * 4.0 + 0.0)
     });
     println!("branches: {}", if right { "right" } else { "wrong" });
-
-    // rustc 1.95's launch, with a `&Vec<f32>` and a `&mut Vec<f32>`.
-    let mut z = vec![0.0f32; N];
-    core::intrinsics::offload::<_, _, ()>(saxpy, blocks(N), [256, 1, 1], (1.5f32, &x, &mut z));
-    let right = z.iter().enumerate().all(|(i, &s)| s == 1.5 * i as f32);
-    println!("intrinsic: {}", if right { "right" } else { "wrong" });
 }
