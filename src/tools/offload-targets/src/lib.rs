@@ -363,7 +363,11 @@ pub const NVPTX: DeviceTarget = DeviceTarget {
 /// LLVM offload's CPU device. Every work item reads `core::offload`'s thread-locals: with the
 /// initial-exec model each read is one load instead of a call of `__tls_get_addr`. The C
 /// library keeps room for a few such thread-locals in a library loaded with `dlopen`, as the
-/// runtime loads the image; `core` has 56 bytes of them.
+/// runtime loads the image; `core` has 56 bytes of them. The image is linked with
+/// `-Bsymbolic-functions`, so that its calls of the functions it defines are bound in the image:
+/// the math functions that a host program takes from compiler-builtins rather than the C
+/// library (`cbrt`, `cbrtf`, `fdim`, ..., which the device pass defines in the image) must not be
+/// taken from the C library that the program has loaded when the runtime loads the image.
 pub const CPU: DeviceTarget = DeviceTarget {
     kind: Kind::Cpu,
     triple: HOST_TRIPLE,
@@ -394,6 +398,7 @@ pub const CPU: DeviceTarget = DeviceTarget {
             program: "ld.lld",
             args: &[
                 Arg::Lit("-shared"),
+                Arg::Lit("-Bsymbolic-functions"),
                 Arg::File(Role::Object),
                 Arg::Lit("-o"),
                 Arg::File(Role::Loadable),
