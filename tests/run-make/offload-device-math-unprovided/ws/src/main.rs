@@ -1,5 +1,5 @@
-//! Float math that no GPU provides: `f16` functions, `f128` computations and the SIMD float
-//! functions.
+//! Float math that no GPU provides: `f16` functions and `%`, `f128` computations, the SIMD
+//! float functions and conversions through `u128`.
 //! Each kernel builds and runs on the CPU device, where the host's C library computes them;
 //! the device pass for a GPU refuses each one, naming it (`rmake.rs` checks both).
 
@@ -42,6 +42,24 @@ fn quad_sqrt(x: &[f128], out: &mut [f128]) {
     let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
     if i < x.len() {
         out[i] = x[i].sqrt();
+    }
+}
+
+/// `%` of `f16`, which the GPU back ends would expand into `x - trunc(x / y) * y`.
+#[offload_kernel]
+fn half_rem(x: &[f32], out: &mut [f32]) {
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+    if i < x.len() {
+        out[i] = ((x[i] * 1000.0) as f16 % (0.7 as f16)) as f32;
+    }
+}
+
+/// A conversion through `u128`, a library call on every target.
+#[offload_kernel]
+fn wide_int(x: &[f32], out: &mut [f32]) {
+    let i = (block_idx_x() * block_dim_x() + thread_idx_x()) as usize;
+    if i < x.len() {
+        out[i] = (x[i].abs() * 1000.0) as u128 as u32 as f32;
     }
 }
 
@@ -89,7 +107,25 @@ fn main() {
         args = (&wide_x[..], &mut wide_out[..]),
     }
     let root = wide_x.iter().zip(&wide_out).filter(|&(&x, &o)| o != x.sqrt()).count();
+    offload! {
+        kernel = half_rem,
+        workgroup_dim = grid,
+        thread_dim = block,
+        args = (&x[..], &mut out[..]),
+    }
+    let rem = x.iter().zip(&out).filter(|&(&x, &o)| o != ((x * 1000.0) as f16 % 0.7) as f32);
+    let rem = rem.count();
+    offload! {
+        kernel = wide_int,
+        workgroup_dim = grid,
+        thread_dim = block,
+        args = (&x[..], &mut out[..]),
+    }
+    let int = x.iter().zip(&out).filter(|&(&x, &o)| o != (x.abs() * 1000.0) as u128 as u32 as f32);
+    let int = int.count();
     println!("f16 sin: {half} of {} differ", x.len());
+    println!("f16 rem: {rem} of {} differ", x.len());
+    println!("u128 conversion: {int} of {} differ", x.len());
     println!("f128 sqrt: {root} of {} differ", x.len());
     println!("f128 exp: {quad} of {} differ", x.len());
     println!("simd cos: {lanes} of {} differ", x.len());
